@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Installs everything the tests need on a fresh machine, and caches what is
+# expensive outside the clone so a second run takes seconds:
+#   - Debian packages: dig, kdig, dnsperf, NSD, Knot, Unbound, iproute2
+#   - kube-apiserver, kubectl and etcd, built from the Go module proxy
+#     (no download sites are reachable here, so no release tarballs).
+# Prints the folder holding the Kubernetes binaries on its last line.
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-v1.37.2}
+STAGING_VERSION=${STAGING_VERSION:-v0.37.2}
+ETCD_VERSION=${ETCD_VERSION:-v3.7.0}
+CACHE=${FLEETDNS_CACHE:-/var/cache/fleetdns}
+BIN="$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin"
+
+log() { echo "test-deps: $*" >&2; }
+
+apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound iproute2 procps psmisc openssl)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+# The packaged daemons start themselves on :53 when installed; the tests run
+# their own instances on loopback, so stop any system copy that would hold ports.
+for svc in nsd knot unbound; do
+  pkill -x "$svc" 2>/dev/null || true
+  pkill -x "${svc}d" 2>/dev/null || true
+done
+
+mkdir -p "$BIN"
+if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ] && [ -x "$BIN/etcd" ]; then
+  log "cached: $BIN"
+  echo "$BIN"
+  exit 0
+fi
+
+staging=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
+  cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
+  cri-client cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt
+  kms kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
+  mount-utils pod-security-admission sample-apiserver streaming)
+
+if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kubectl" ]; then
+  mod="$CACHE/build/kube"
+  mkdir -p "$mod"
+  log "building kube-apiserver and kubectl $K8S_VERSION (cold: about 10 minutes)"
+  {
+    echo "module fleetdns.local/kubebuild"
+    echo
+    echo "go 1.26"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    echo "replace ("
+    for s in "${staging[@]}"; do echo "	k8s.io/$s => k8s.io/$s $STAGING_VERSION"; done
+    echo ")"
+  } > "$mod/go.mod"
+  (
+    cd "$mod"
+    export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+    go get "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" "k8s.io/kubernetes/cmd/kubectl@$K8S_VERSION" >&2
+    CGO_ENABLED=0 go build -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
+    CGO_ENABLED=0 go build -o "$BIN/kubectl" k8s.io/kubernetes/cmd/kubectl >&2
+  )
+fi
+
+if [ ! -x "$BIN/etcd" ]; then
+  mod="$CACHE/build/etcd"
+  mkdir -p "$mod"
+  log "building etcd $ETCD_VERSION"
+  cat > "$mod/go.mod" <<GOMOD
+module fleetdns.local/etcdbuild
+
+go 1.26
+GOMOD
+  cat > "$mod/main.go" <<'GO'
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  (
+    cd "$mod"
+    export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2
+    go mod tidy >&2
+    CGO_ENABLED=0 go build -o "$BIN/etcd" . >&2
+  )
+fi
+
+log "built: $BIN"
+echo "$BIN"
