@@ -51,3 +51,13 @@ type Host struct {
 	// (object label k8gb.io/dnstype or k8gb.absa.oss/dnstype).
 	Verbatim bool
 }
+
+// Targets is implemented by the localtargets handler: this cluster's own
+// healthy targets for a host, the same set that peers are told when they ask
+// localtargets-<host>. gslb uses it, where localtargets is in the block, for
+// this cluster's own contribution to an answer.
+type Targets interface {
+	// Healthy returns h's address targets minus those whose health checks
+	// fail (all of them when no checks are configured).
+	Healthy(h *Host) (a, aaaa []netip.Addr)
+}
