@@ -1,0 +1,268 @@
+// Command runner measures fleetdns's authoritative serving side by side with
+// the servers users would otherwise run, on one machine in one run: each
+// server on its own loopback address, driven in turn by dnsperf, alternating
+// A/B over several rounds, reporting medians and ratios (never a lone time).
+//
+//	go run ./test/bench/runner -records 10000 -rounds 5 -seconds 10
+//
+// Placement on a 2-core machine: every server is pinned to CPU 0 and dnsperf
+// to CPU 1 (-pin=false to let the scheduler place them), so the load
+// generator does not steal the server's core.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	flagRecords = flag.Int("records", 10000, "hosts in the zone (each with A; every 2nd AAAA; every 10th a CNAME alias)")
+	flagRounds  = flag.Int("rounds", 5, "alternating rounds over all servers")
+	flagSeconds = flag.Int("seconds", 10, "dnsperf run length per server per round")
+	flagClients = flag.Int("clients", 10, "dnsperf -c")
+	flagPin     = flag.Bool("pin", true, "pin servers to CPU 0 and dnsperf to CPU 1")
+	flagCoreDNS = flag.String("coredns", "", "coredns binary (default: build ./cmd/coredns)")
+	flagOnly    = flag.String("only", "", "comma list of servers to run (default all)")
+	flagOut     = flag.String("out", "", "append the markdown report to this file (default stdout only)")
+)
+
+type result struct {
+	qps       float64
+	usPerQ    float64 // server CPU (user+sys) per answered query, microseconds
+	lost      float64 // fraction of queries lost
+	latencyMs float64
+}
+
+var (
+	reQPS     = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
+	reDone    = regexp.MustCompile(`Queries completed:\s+([0-9]+)`)
+	reLost    = regexp.MustCompile(`Queries lost:\s+[0-9]+ \(([0-9.]+)%\)`)
+	reLatency = regexp.MustCompile(`Average Latency \(s\):\s+([0-9.]+)`)
+)
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	root := moduleRoot()
+	work, err := os.MkdirTemp("", "fleetdns-bench-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+
+	bin := *flagCoreDNS
+	if bin == "" {
+		bin = filepath.Join(work, "coredns")
+		build(root, bin, "./cmd/coredns")
+	}
+	bare := filepath.Join(work, "bare")
+	build(root, bare, "./test/bench/bare")
+
+	d, err := genDataset(work, *flagRecords)
+	if err != nil {
+		log.Fatal(err)
+	}
+	serverCPU, loadCPU := "", ""
+	if *flagPin && runtime.NumCPU() >= 2 {
+		serverCPU, loadCPU = "0", "1"
+	}
+	probe := hostName(0)
+
+	type contestant struct {
+		name  string
+		start func(addr string, port int) (*server, error)
+		mix   bool // can answer the mixed query file authoritatively
+	}
+	all := []contestant{
+		{"k8scrd", func(a string, p int) (*server, error) {
+			return corednsServer("k8scrd", a, p, bin, work, serverCPU, probe,
+				fmt.Sprintf("    k8scrd {\n        directory %s\n    }\n", d.ManifestDir))
+		}, true},
+		{"file", func(a string, p int) (*server, error) {
+			return corednsServer("file", a, p, bin, work, serverCPU, probe, fmt.Sprintf("    file %s\n", d.ZoneFile))
+		}, true},
+		{"hosts", func(a string, p int) (*server, error) {
+			return corednsServer("hosts", a, p, bin, work, serverCPU, probe, fmt.Sprintf("    hosts %s {\n        no_reverse\n    }\n", d.HostsFile))
+		}, false},
+		{"nsd", func(a string, p int) (*server, error) { return nsdServer(a, p, d, work, serverCPU, probe) }, true},
+		{"knot", func(a string, p int) (*server, error) { return knotServer(a, p, d, work, serverCPU, probe) }, true},
+		{"bare-miekg", func(a string, p int) (*server, error) { return bareServer(a, p, bare, work, serverCPU, probe) }, false},
+	}
+	only := map[string]bool{}
+	for _, n := range strings.Split(*flagOnly, ",") {
+		if n != "" {
+			only[n] = true
+		}
+	}
+
+	var servers []*server
+	mixable := map[string]bool{}
+	for i, c := range all {
+		if len(only) > 0 && !only[c.name] {
+			continue
+		}
+		s, err := c.start(fmt.Sprintf("127.0.%d.%d", 77, 10+i), 5353)
+		if err != nil {
+			log.Printf("skipping %s: %v", c.name, err)
+			continue
+		}
+		defer s.stop()
+		servers = append(servers, s)
+		mixable[s.Name] = c.mix
+		log.Printf("%s ready in %v, RSS %d MiB", s.Name, s.ready.Round(time.Millisecond), s.rssKiB()/1024)
+	}
+
+	type key struct{ server, mix string }
+	results := map[key][]result{}
+	mixes := []struct{ name, file string }{{"hits", d.Hits}, {"mix", d.Mix}}
+	for r := 0; r < *flagRounds; r++ {
+		for _, q := range mixes {
+			// Rotate the order each round so no server always runs first.
+			for i := range servers {
+				s := servers[(i+r)%len(servers)]
+				if q.name == "mix" && !mixable[s.Name] {
+					continue
+				}
+				res, err := runDNSPerf(s, q.file, loadCPU)
+				if err != nil {
+					log.Fatalf("%s/%s: %v", s.Name, q.name, err)
+				}
+				log.Printf("round %d %-10s %-5s %8.0f q/s %6.1f us/q lost %.2f%%", r+1, s.Name, q.name, res.qps, res.usPerQ, res.lost*100)
+				results[key{s.Name, q.name}] = append(results[key{s.Name, q.name}], res)
+			}
+		}
+	}
+
+	var b strings.Builder
+	host, _ := os.Hostname()
+	fmt.Fprintf(&b, "\n### Authoritative serving, %d hosts (%s)\n\n", *flagRecords, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s. Servers pinned to CPU %q, dnsperf to CPU %q. dnsperf -c %d -T 1, %d s per run, %d alternating rounds.\n\n",
+		host, runtime.NumCPU(), runtime.Version(), serverCPU, loadCPU, *flagClients, *flagSeconds, *flagRounds)
+	fmt.Fprintf(&b, "Command: `go run ./test/bench/runner -records %d -rounds %d -seconds %d`\n\n", *flagRecords, *flagRounds, *flagSeconds)
+	for _, q := range mixes {
+		base := median(results[key{"k8scrd", q.name}], func(r result) float64 { return r.qps })
+		fmt.Fprintf(&b, "Query mix **%s**:\n\n| server | q/s median (min-max) | k8scrd / server | CPU us/query median | lost | ready | RSS MiB |\n|---|---|---|---|---|---|---|\n", q.name)
+		for _, s := range servers {
+			rs := results[key{s.Name, q.name}]
+			if len(rs) == 0 {
+				continue
+			}
+			med := median(rs, func(r result) float64 { return r.qps })
+			lo, hi := minmax(rs, func(r result) float64 { return r.qps })
+			ratio := "-"
+			if base > 0 && s.Name != "k8scrd" {
+				ratio = fmt.Sprintf("%.2f", base/med)
+			}
+			fmt.Fprintf(&b, "| %s | %.0f (%.0f-%.0f) | %s | %.1f | %.2f%% | %v | %d |\n", s.Name, med, lo, hi, ratio,
+				median(rs, func(r result) float64 { return r.usPerQ }), 100*median(rs, func(r result) float64 { return r.lost }),
+				s.ready.Round(time.Millisecond), s.rssKiB()/1024)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Print(b.String())
+	if *flagOut != "" {
+		f, err := os.OpenFile(*flagOut, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			log.Fatal(err)
+		}
+		f.WriteString(b.String())
+		f.Close()
+	}
+}
+
+func runDNSPerf(s *server, queries, cpus string) (result, error) {
+	before, err := s.cpuTicks()
+	if err != nil {
+		return result{}, err
+	}
+	argv := []string{"dnsperf", "-s", s.Addr, "-p", strconv.Itoa(s.Port), "-d", queries,
+		"-l", strconv.Itoa(*flagSeconds), "-c", strconv.Itoa(*flagClients), "-T", "1", "-t", "2"}
+	if cpus != "" {
+		argv = append([]string{"taskset", "-c", cpus}, argv...)
+	}
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return result{}, fmt.Errorf("dnsperf: %v\n%s", err, out)
+	}
+	after, err := s.cpuTicks()
+	if err != nil {
+		return result{}, err
+	}
+	var res result
+	res.qps = parseFloat(reQPS, out)
+	done := parseFloat(reDone, out)
+	res.lost = parseFloat(reLost, out) / 100
+	res.latencyMs = parseFloat(reLatency, out) * 1000
+	if done > 0 {
+		res.usPerQ = float64(after-before) * 10000 / done // 1 tick = 10 ms = 10000 us
+	}
+	if res.qps == 0 {
+		return res, fmt.Errorf("no rate in dnsperf output:\n%s", out)
+	}
+	return res, nil
+}
+
+func parseFloat(re *regexp.Regexp, out []byte) float64 {
+	m := re.FindSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+func median(rs []result, f func(result) float64) float64 {
+	if len(rs) == 0 {
+		return 0
+	}
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func minmax(rs []result, f func(result) float64) (lo, hi float64) {
+	for i, r := range rs {
+		v := f(r)
+		if i == 0 || v < lo {
+			lo = v
+		}
+		if i == 0 || v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
+
+func build(root, out, pkg string) {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		log.Fatalf("go build %s: %v", pkg, err)
+	}
+}
+
+func moduleRoot() string {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
+		log.Fatal("run from inside the fleetdns module")
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
