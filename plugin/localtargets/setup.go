@@ -1,0 +1,203 @@
+package localtargets
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fleetdns/fleetdns/internal/store"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+)
+
+const pluginName = "localtargets"
+
+var log = clog.NewWithPlugin(pluginName)
+
+func init() { plugin.Register(pluginName, setup) }
+
+func setup(c *caddy.Controller) error {
+	lt, hc, err := parse(c)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+
+	// Do this in OnStartup, so all plugins have been initialized.
+	c.OnStartup(func() error {
+		h := dnsserver.GetConfig(c).Handler("k8scrd")
+		if h == nil {
+			return plugin.Error(pluginName, errors.New("k8scrd plugin not loaded in this server block"))
+		}
+		p, ok := h.(store.Provider)
+		if !ok {
+			return plugin.Error(pluginName, errors.New("k8scrd plugin does not implement store.Provider"))
+		}
+		lt.reader = p.Store()
+		lt.soa = h
+		if hc != nil {
+			lt.health = newChecker(*hc, lt.Zones, lt.prefix, lt.reader)
+			lt.health.start()
+		}
+		return nil
+	})
+	c.OnShutdown(func() error {
+		if lt.health != nil {
+			lt.health.stop()
+		}
+		return nil
+	})
+
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		lt.Next = next
+		return lt
+	})
+	return nil
+}
+
+func parse(c *caddy.Controller) (*LocalTargets, *healthCheck, error) {
+	lt := New()
+	var hc *healthCheck
+
+	i := 0
+	for c.Next() { // localtargets
+		if i > 0 {
+			return nil, nil, plugin.ErrOnce
+		}
+		i++
+		lt.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		for c.NextBlock() {
+			switch c.Val() {
+			case "prefix":
+				args := c.RemainingArgs()
+				if len(args) != 1 {
+					return nil, nil, c.ArgErr()
+				}
+				p := strings.ToLower(args[0])
+				if strings.Contains(p, ".") {
+					return nil, nil, c.Errf("prefix %q must be part of one label, without dots", args[0])
+				}
+				lt.prefix = p
+			case "ttl":
+				args := c.RemainingArgs()
+				if len(args) != 1 {
+					return nil, nil, c.ArgErr()
+				}
+				t, err := strconv.ParseUint(args[0], 10, 32)
+				if err != nil {
+					return nil, nil, c.Errf("ttl %q: not a number of seconds", args[0])
+				}
+				lt.ttl = uint32(t)
+			case "healthcheck":
+				if hc != nil {
+					return nil, nil, c.Err("healthcheck given twice")
+				}
+				h, err := parseHealthCheck(c)
+				if err != nil {
+					return nil, nil, err
+				}
+				hc = h
+			default:
+				return nil, nil, c.Errf("unknown property %q", c.Val())
+			}
+		}
+	}
+	return lt, hc, nil
+}
+
+// parseHealthCheck parses
+//
+//	healthcheck tcp PORT | http PORT PATH [HOST] | https PORT PATH [HOST] { interval; timeout; fails; passes }
+func parseHealthCheck(c *caddy.Controller) (*healthCheck, error) {
+	hc := newHealthCheck()
+	args := c.RemainingArgs()
+	if len(args) < 2 {
+		return nil, c.ArgErr()
+	}
+	hc.proto = args[0]
+	port, err := strconv.Atoi(args[1])
+	if err != nil || port < 1 || port > 65535 {
+		return nil, c.Errf("healthcheck port %q: not a port number", args[1])
+	}
+	hc.port = port
+	switch hc.proto {
+	case "tcp":
+		if len(args) != 2 {
+			return nil, c.Errf("healthcheck tcp takes only a port, got %q", strings.Join(args[2:], " "))
+		}
+	case "http", "https":
+		if len(args) < 3 || len(args) > 4 {
+			return nil, c.Errf("healthcheck %s needs PORT PATH [HOST]", hc.proto)
+		}
+		if !strings.HasPrefix(args[2], "/") {
+			return nil, c.Errf("healthcheck path %q must start with /", args[2])
+		}
+		hc.path = args[2]
+		if len(args) == 4 {
+			hc.host = args[3]
+		}
+	default:
+		return nil, c.Errf("healthcheck %q: want tcp, http or https", hc.proto)
+	}
+
+	// The optional block opens on the healthcheck line. NextBlock would take
+	// the next line of the outer block as this block's first property.
+	block := c.NextArg()
+	if block && c.Val() != "{" {
+		return nil, c.Errf("healthcheck: unexpected %q", c.Val())
+	}
+	for block {
+		if !c.Next() {
+			return nil, c.Err("healthcheck block is not closed")
+		}
+		switch c.Val() {
+		case "}":
+			block = false
+		case "interval", "timeout":
+			what := c.Val()
+			args := c.RemainingArgs()
+			if len(args) != 1 {
+				return nil, c.ArgErr()
+			}
+			d, err := time.ParseDuration(args[0])
+			if err != nil || d <= 0 {
+				return nil, c.Errf("healthcheck %s %q: not a positive duration", what, args[0])
+			}
+			if what == "interval" {
+				hc.interval = d
+			} else {
+				hc.timeout = d
+			}
+		case "fails", "passes":
+			what := c.Val()
+			args := c.RemainingArgs()
+			if len(args) != 1 {
+				return nil, c.ArgErr()
+			}
+			n, err := strconv.Atoi(args[0])
+			if err != nil || n < 1 {
+				return nil, c.Errf("healthcheck %s %q: not a positive number", what, args[0])
+			}
+			if what == "fails" {
+				hc.fails = n
+			} else {
+				hc.passes = n
+			}
+		default:
+			return nil, c.Errf("unknown healthcheck property %q", c.Val())
+		}
+	}
+	if hc.timeout > hc.interval {
+		return nil, c.Errf("healthcheck timeout %s is longer than its interval %s", hc.timeout, hc.interval)
+	}
+	return &hc, nil
+}
+
+// Ready implements ready.Readiness: without health checks at once, with them
+// once every target has had its first check.
+func (lt *LocalTargets) Ready() bool {
+	return lt.health == nil || lt.health.ready.Load()
+}
