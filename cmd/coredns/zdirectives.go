@@ -58,6 +58,7 @@ var directives = []string{
 	"secondary",
 	"etcd",
 	"loop",
+	"splitdns",
 	"forward",
 	"grpc",
 	"erratic",

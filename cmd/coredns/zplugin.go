@@ -2,4 +2,6 @@
 
 package main
 
-import ()
+import (
+	_ "github.com/fleetdns/fleetdns/plugin/splitdns"
+)

@@ -1,0 +1,202 @@
+package splitdns
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/coredns/coredns/plugin/pkg/parse"
+
+	"github.com/miekg/dns"
+)
+
+// Run-time loop detection.
+//
+// Every query that splitdns forwards carries an EDNS0 option from the local
+// range (RFC 6891 §6.1.2), code markerCode, whose data is the list of the
+// 8-byte identities of the splitdns processes it went through. A process
+// draws its identity at random when it starts. Servers that relay a query as
+// they received it (CoreDNS forward, splitdns) keep the option; a query that
+// comes back to a process that already forwarded it finds that process's
+// identity in the list and is answered SERVFAIL at once, without being
+// forwarded again. A query that has been through maxHops splitdns processes
+// is refused the same way, so a loop through many replicas is bounded too.
+// The option is removed from the answer before it goes back to the client,
+// and an OPT record added only to carry it is removed as well.
+const (
+	markerCode = 65053 // from the local/experimental range 65001-65534
+	maxHops    = 8
+)
+
+// identity is this process's entry in the marker.
+var identity = func() [8]byte {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// looped reports whether r has been forwarded by this process before, or by
+// too many splitdns processes.
+func looped(r *dns.Msg) bool {
+	o := r.IsEdns0()
+	if o == nil {
+		return false
+	}
+	for _, e := range o.Option {
+		l, ok := e.(*dns.EDNS0_LOCAL)
+		if !ok || l.Code != markerCode {
+			continue
+		}
+		if len(l.Data) >= maxHops*len(identity) {
+			return true
+		}
+		for i := 0; i+len(identity) <= len(l.Data); i += len(identity) {
+			if bytes.Equal(l.Data[i:i+len(identity)], identity[:]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// marked records how mark changed a request, so that unmark can undo it.
+type marked struct {
+	opt      *dns.OPT
+	addedOPT bool
+	local    *dns.EDNS0_LOCAL
+	addedOpt bool
+	prev     []byte
+}
+
+// mark adds this process's identity to r's marker, adding the option (and
+// an OPT record sized as the client's non-EDNS limit, 512) when missing.
+func mark(r *dns.Msg) marked {
+	m := marked{opt: r.IsEdns0()}
+	if m.opt == nil {
+		m.opt = &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+		m.opt.SetUDPSize(dns.MinMsgSize)
+		r.Extra = append(r.Extra, m.opt)
+		m.addedOPT = true
+	}
+	for _, e := range m.opt.Option {
+		if l, ok := e.(*dns.EDNS0_LOCAL); ok && l.Code == markerCode {
+			m.local = l
+			m.prev = l.Data
+			n := len(l.Data)
+			l.Data = append(l.Data[:n:n], identity[:]...)
+			return m
+		}
+	}
+	m.local = &dns.EDNS0_LOCAL{Code: markerCode, Data: identity[:]}
+	m.addedOpt = true
+	m.opt.Option = append(m.opt.Option, m.local)
+	return m
+}
+
+// unmark undoes mark on r.
+func (m marked) unmark(r *dns.Msg) {
+	switch {
+	case m.addedOPT:
+		for i := len(r.Extra) - 1; i >= 0; i-- {
+			if r.Extra[i] == m.opt {
+				r.Extra = append(r.Extra[:i], r.Extra[i+1:]...)
+				break
+			}
+		}
+	case m.addedOpt:
+		for i := len(m.opt.Option) - 1; i >= 0; i-- {
+			if m.opt.Option[i] == m.local {
+				m.opt.Option = append(m.opt.Option[:i], m.opt.Option[i+1:]...)
+				break
+			}
+		}
+	default:
+		m.local.Data = m.prev
+	}
+}
+
+// unmarkReply removes the marker from an upstream's reply, and the whole OPT
+// record when the client sent none (RFC 6891 §7: no OPT in a reply to a
+// query without one).
+func (m marked) unmarkReply(ret *dns.Msg) {
+	for i := len(ret.Extra) - 1; i >= 0; i-- {
+		o, ok := ret.Extra[i].(*dns.OPT)
+		if !ok {
+			continue
+		}
+		if m.addedOPT {
+			ret.Extra = append(ret.Extra[:i], ret.Extra[i+1:]...)
+			return
+		}
+		for j := len(o.Option) - 1; j >= 0; j-- {
+			if l, ok := o.Option[j].(*dns.EDNS0_LOCAL); ok && l.Code == markerCode {
+				o.Option = append(o.Option[:j], o.Option[j+1:]...)
+			}
+		}
+		return
+	}
+}
+
+// listener is what this server listens on: its bind addresses ("" for a
+// wildcard) and port.
+type listener struct {
+	hosts []string
+	port  string
+	local []net.IP // the machine's own addresses, for a wildcard bind
+}
+
+// self returns an error when addr (as parse.HostPortOrFile normalizes it) is
+// one of the listener's own addresses: forwarding there would send every
+// query back to this server.
+func (l listener) self(addr string) error {
+	_, hostport := parse.Transport(addr)
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || port != l.port {
+		return nil
+	}
+	ip := net.ParseIP(strings.SplitN(host, "%", 2)[0])
+	if ip == nil {
+		return nil
+	}
+	for _, h := range l.hosts {
+		bind := net.ParseIP(strings.SplitN(h, "%", 2)[0])
+		wildcard := h == "" || bind == nil || bind.IsUnspecified()
+		switch {
+		case ip.IsUnspecified():
+			return fmt.Errorf("upstream %s is this server itself (it listens on port %s of this machine)", addr, l.port)
+		case wildcard && (ip.IsLoopback() || l.isLocal(ip)):
+			return fmt.Errorf("upstream %s is this server itself (it listens on every local address, port %s)", addr, l.port)
+		case !wildcard && bind.Equal(ip):
+			return fmt.Errorf("upstream %s is this server itself (it listens on %s)", addr, net.JoinHostPort(h, l.port))
+		}
+	}
+	return nil
+}
+
+func (l listener) isLocal(ip net.IP) bool {
+	for _, a := range l.local {
+		if a.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// localAddrs returns the addresses of this machine's interfaces.
+func localAddrs() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	ips := make([]net.IP, 0, len(addrs))
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			ips = append(ips, n.IP)
+		}
+	}
+	return ips
+}

@@ -1,0 +1,98 @@
+package splitdns
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func testTable(zones ...string) *table {
+	t := newTable()
+	for _, z := range zones {
+		t.add(&route{zone: z, source: "route"})
+	}
+	return t
+}
+
+func TestLongestSuffixOnLabelBoundaries(t *testing.T) {
+	tbl := testTable("acme.internal.", "svc.acme.internal.", "a.b.c.d.e.f.")
+	tbl.add(&route{zone: ".", source: "default"})
+	tests := []struct {
+		qname string
+		want  string
+	}{
+		{"db.svc.acme.internal.", "svc.acme.internal."},
+		{"svc.acme.internal.", "svc.acme.internal."}, // the apex is in the zone
+		{"x.y.svc.acme.internal.", "svc.acme.internal."},
+		{"xsvc.acme.internal.", "acme.internal."}, // not a label boundary
+		{"svc.acme.internal.example.net.", "."},   // zone as a prefix, not a suffix
+		{"acme.internal.", "acme.internal."},
+		{"internal.", "."},
+		{"cme.internal.", "."},
+		{".", "."},
+		{"z.a.b.c.d.e.f.", "a.b.c.d.e.f."},
+		{"b.c.d.e.f.", "."},
+		{`weird\.svc.acme.internal.`, "acme.internal."}, // an escaped dot is not a label boundary
+	}
+	for _, tc := range tests {
+		r := tbl.lookup(tc.qname)
+		if r == nil || r.zone != tc.want {
+			got := "<nil>"
+			if r != nil {
+				got = r.zone
+			}
+			t.Errorf("lookup(%q) = %s, want %s", tc.qname, got, tc.want)
+		}
+	}
+}
+
+func TestNoDefaultRouteFallsThrough(t *testing.T) {
+	tbl := testTable("acme.internal.")
+	if r := tbl.lookup("example.com."); r != nil {
+		t.Errorf("lookup(example.com.) = %s, want no route", r.zone)
+	}
+	if r := newTable().lookup("example.com."); r != nil {
+		t.Errorf("empty table routed example.com. to %s", r.zone)
+	}
+}
+
+// tableOf returns a table of n routes zone-0.corp. ... plus a default.
+func tableOf(n int) *table {
+	tbl := newTable()
+	for i := range n {
+		tbl.add(&route{zone: fmt.Sprintf("zone-%d.corp.", i)})
+	}
+	tbl.add(&route{zone: "."})
+	return tbl
+}
+
+func TestLookupInLargeTable(t *testing.T) {
+	tbl := tableOf(1000)
+	if r := tbl.lookup("db.svc.zone-999.corp."); r == nil || r.zone != "zone-999.corp." {
+		t.Errorf("want zone-999.corp.")
+	}
+	if r := tbl.lookup("zone-1000.corp."); r == nil || r.zone != "." {
+		t.Errorf("want the default route")
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	names := map[string]string{
+		"routed":  "db.svc.zone-0.corp.",
+		"default": "www.example.com.",
+		"long":    strings.Repeat("l.", 20) + "zone-0.corp.",
+	}
+	for _, n := range []int{1, 1000, 100000} {
+		tbl := tableOf(n)
+		for what, name := range names {
+			b.Run(fmt.Sprintf("routes=%d/%s", n, what), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if tbl.lookup(name) == nil {
+						b.Fatal("no route")
+					}
+				}
+			})
+		}
+	}
+}

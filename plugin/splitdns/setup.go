@@ -1,0 +1,305 @@
+package splitdns
+
+import (
+	"crypto/tls"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/parse"
+	pkgtls "github.com/coredns/coredns/plugin/pkg/tls"
+	"github.com/coredns/coredns/plugin/pkg/transport"
+
+	"github.com/miekg/dns"
+)
+
+func init() { plugin.Register("splitdns", setup) }
+
+const (
+	defaultHealthCheck = 500 * time.Millisecond // as forward
+	defaultTimeout     = 2 * time.Second        // forward's read timeout
+	defaultMaxFails    = 2                      // as forward
+	// stopGrace is how long an upstream that left the table keeps its
+	// connections, so that queries still using it finish.
+	stopGrace = 10 * time.Second
+)
+
+// config is what the Corefile says.
+type config struct {
+	routes        []zoneRoute
+	def           []string // default UPSTREAM...
+	resolv        []string // the nameservers of resolv PATH
+	kubedns       string   // kubedns DIR
+	policy        string
+	readyRequires []string // nil: the default route; "all"; or zones ("." for the default route)
+	listener      listener
+}
+
+type zoneRoute struct {
+	zone  string
+	addrs []string
+}
+
+func setup(c *caddy.Controller) error {
+	s, kd, err := parseSplitDNS(c)
+	if err != nil {
+		return plugin.Error("splitdns", err)
+	}
+	t, errs := s.build(kd)
+	if len(errs) > 0 {
+		// The Corefile's own upstreams were checked line by line in parse;
+		// what is left came from the kube-dns files.
+		return plugin.Error("splitdns", fmt.Errorf("kubedns %s: %w", s.cfg.kubedns, errs[0]))
+	}
+	s.swap(t)
+
+	c.OnStartup(s.OnStartup)
+	c.OnShutdown(s.OnShutdown)
+
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		s.Next = next
+		return s
+	})
+	return nil
+}
+
+// New returns a SplitDNS with the defaults and an empty table.
+func New() *SplitDNS {
+	s := &SplitDNS{pool: newPool(), maxfails: defaultMaxFails, stop: make(chan struct{})}
+	s.cfg.policy = "random"
+	s.table.Store(newTable())
+	return s
+}
+
+// OnStartup starts the upstreams' health probes and the background watchers.
+func (s *SplitDNS) OnStartup() error {
+	s.pool.start()
+	go s.watchHealth()
+	if s.cfg.kubedns != "" {
+		files, _ := readKubeDNSFiles(s.cfg.kubedns)
+		go s.watchKubeDNS(files)
+	}
+	return nil
+}
+
+// OnShutdown stops the watchers and, after a grace period for queries in
+// flight, the upstreams.
+func (s *SplitDNS) OnShutdown() error {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	s.pool.stop(stopGrace)
+	return nil
+}
+
+func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
+	s := New()
+	var kd kubeDNS
+	cfg := dnsserver.GetConfig(c)
+	s.cfg.listener = listener{hosts: cfg.ListenHosts, port: cfg.Port, local: localAddrs()}
+
+	var tlsArgs []string
+	tlsServerName := ""
+	seen := false
+	for c.Next() {
+		if seen {
+			return nil, kd, plugin.ErrOnce
+		}
+		seen = true
+		if len(c.RemainingArgs()) != 0 {
+			return nil, kd, c.ArgErr()
+		}
+		for c.NextBlock() {
+			switch c.Val() {
+			case "route":
+				args := c.RemainingArgs()
+				if len(args) < 2 {
+					return nil, kd, c.ArgErr()
+				}
+				zones := plugin.Host(args[0]).NormalizeExact()
+				if len(zones) == 0 {
+					return nil, kd, c.Errf("route: %q is not a zone", args[0])
+				}
+				zone := zones[0]
+				if zone == "." {
+					return nil, kd, c.Errf("route: the root zone is the default route; use 'default' or 'resolv'")
+				}
+				if slices.ContainsFunc(s.cfg.routes, func(r zoneRoute) bool { return r.zone == zone }) {
+					return nil, kd, c.Errf("route: zone %s is routed twice", zone)
+				}
+				addrs, err := upstreams(c, args[1:], s.cfg.listener)
+				if err != nil {
+					return nil, kd, err
+				}
+				s.cfg.routes = append(s.cfg.routes, zoneRoute{zone: zone, addrs: addrs})
+			case "default":
+				args := c.RemainingArgs()
+				if len(args) == 0 {
+					return nil, kd, c.ArgErr()
+				}
+				if s.cfg.def != nil || s.cfg.resolv != nil {
+					return nil, kd, c.Errf("default: only one of 'default' and 'resolv' may be given")
+				}
+				addrs, err := upstreams(c, args, s.cfg.listener)
+				if err != nil {
+					return nil, kd, err
+				}
+				s.cfg.def = addrs
+			case "resolv":
+				if !c.NextArg() {
+					return nil, kd, c.ArgErr()
+				}
+				if s.cfg.def != nil || s.cfg.resolv != nil {
+					return nil, kd, c.Errf("resolv: only one of 'default' and 'resolv' may be given")
+				}
+				path := c.Val()
+				if c.NextArg() {
+					return nil, kd, c.ArgErr()
+				}
+				rc, err := dns.ClientConfigFromFile(path)
+				if err != nil {
+					return nil, kd, c.Errf("resolv: %v", err)
+				}
+				if len(rc.Servers) == 0 {
+					return nil, kd, c.Errf("resolv: no nameserver lines in %s", path)
+				}
+				addrs, err := upstreams(c, rc.Servers, s.cfg.listener)
+				if err != nil {
+					return nil, kd, err
+				}
+				s.cfg.resolv = addrs
+			case "kubedns":
+				if !c.NextArg() {
+					return nil, kd, c.ArgErr()
+				}
+				dir := c.Val()
+				if c.NextArg() {
+					return nil, kd, c.ArgErr()
+				}
+				files, err := readKubeDNSFiles(dir)
+				if err == nil {
+					kd, err = files.parse()
+				}
+				if err != nil {
+					return nil, kd, c.Errf("kubedns: %v", err)
+				}
+				s.cfg.kubedns = dir
+			case "policy":
+				if !c.NextArg() {
+					return nil, kd, c.ArgErr()
+				}
+				if newPolicy(c.Val()) == nil {
+					return nil, kd, c.Errf("policy: unknown policy '%s' (sequential, random or round_robin)", c.Val())
+				}
+				s.cfg.policy = c.Val()
+			case "health_check":
+				d, err := duration(c)
+				if err != nil {
+					return nil, kd, err
+				}
+				s.pool.interval = d
+			case "timeout":
+				d, err := duration(c)
+				if err != nil {
+					return nil, kd, err
+				}
+				s.pool.timeout = d
+			case "tls":
+				tlsArgs = c.RemainingArgs()
+				if len(tlsArgs) > 3 {
+					return nil, kd, c.ArgErr()
+				}
+				for i := range tlsArgs {
+					if !filepath.IsAbs(tlsArgs[i]) && cfg.Root != "" {
+						tlsArgs[i] = filepath.Join(cfg.Root, tlsArgs[i])
+					}
+				}
+			case "tls_servername":
+				if !c.NextArg() {
+					return nil, kd, c.ArgErr()
+				}
+				tlsServerName = c.Val()
+			case "ready_requires":
+				args := c.RemainingArgs()
+				if len(args) == 0 {
+					return nil, kd, c.ArgErr()
+				}
+				s.cfg.readyRequires = nil
+				switch {
+				case len(args) == 1 && args[0] == "default":
+				case len(args) == 1 && args[0] == "all":
+					s.cfg.readyRequires = []string{"all"}
+				default:
+					for _, a := range args {
+						if a == "default" {
+							a = "."
+						}
+						zones := plugin.Host(a).NormalizeExact()
+						if len(zones) == 0 {
+							return nil, kd, c.Errf("ready_requires: %q is not a zone", a)
+						}
+						s.cfg.readyRequires = append(s.cfg.readyRequires, zones[0])
+					}
+				}
+			default:
+				return nil, kd, c.Errf("unknown property '%s'", c.Val())
+			}
+		}
+	}
+
+	tlsConfig := new(tls.Config)
+	if tlsArgs != nil {
+		var err error
+		if tlsConfig, err = pkgtls.NewTLSConfigFromArgs(tlsArgs...); err != nil {
+			return nil, kd, fmt.Errorf("tls: %w", err)
+		}
+	}
+	tlsConfig.ServerName = tlsServerName
+	tlsConfig.ClientSessionCache = tls.NewLRUClientSessionCache(0)
+	s.pool.tls = tlsConfig
+	return s, kd, nil
+}
+
+// upstreams normalizes UPSTREAM arguments (ip, ip:port, dns://, tls://) and
+// refuses any that is this server itself, naming the Corefile line.
+func upstreams(c *caddy.Controller, args []string, l listener) ([]string, error) {
+	addrs, err := parse.HostPortOrFile(args...)
+	if err != nil {
+		return nil, c.Errf("%s: %v", c.Val(), err)
+	}
+	for i, a := range addrs {
+		trans, hostport := parse.Transport(a)
+		switch trans {
+		case transport.DNS:
+			addrs[i] = hostport
+		case transport.TLS:
+		default:
+			return nil, c.Errf("%s: %s: only dns:// and tls:// upstreams are supported", c.Val(), a)
+		}
+		if err := l.self(addrs[i]); err != nil {
+			return nil, c.Errf("%s: %v: forwarding there would loop", c.Val(), err)
+		}
+	}
+	return addrs, nil
+}
+
+func duration(c *caddy.Controller) (time.Duration, error) {
+	what := c.Val()
+	if !c.NextArg() {
+		return 0, c.ArgErr()
+	}
+	d, err := time.ParseDuration(c.Val())
+	if err != nil || d <= 0 {
+		return 0, c.Errf("%s: %q is not a positive duration", what, c.Val())
+	}
+	if c.NextArg() {
+		return 0, c.ArgErr()
+	}
+	return d, nil
+}

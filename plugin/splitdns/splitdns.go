@@ -1,0 +1,148 @@
+// Package splitdns routes queries to per-zone upstreams from one server
+// block: the longest zone that is a suffix of the name on a label boundary
+// wins, everything else goes to the default upstreams.
+package splitdns
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/coredns/coredns/plugin/pkg/proxy"
+	"github.com/coredns/coredns/request"
+
+	"github.com/miekg/dns"
+)
+
+var log = clog.NewWithPlugin("splitdns")
+
+// SplitDNS is the plugin: a routing table of zones to upstreams.
+type SplitDNS struct {
+	Next plugin.Handler
+
+	table atomic.Pointer[table] // swapped whole when kube-dns files change
+	pool  *pool
+	cfg   config
+
+	maxfails uint32
+	stop     chan struct{}
+}
+
+// Name implements plugin.Handler.
+func (s *SplitDNS) Name() string { return "splitdns" }
+
+// ServeDNS implements plugin.Handler.
+func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	state := request.Request{W: w, Req: r}
+	rt := s.table.Load().lookup(state.Name())
+	if rt == nil {
+		return plugin.NextOrFailure(s.Name(), s.Next, ctx, w, r)
+	}
+
+	server := metrics.WithServer(ctx)
+	requestCount.WithLabelValues(server, rt.zone).Inc()
+	if looped(r) {
+		loopCount.WithLabelValues(server).Inc()
+		responseCount.WithLabelValues(server, rt.zone, "SERVFAIL").Inc()
+		return dns.RcodeServerFailure, errLoop
+	}
+
+	state.Size() // before mark, so the client's own buffer size is remembered
+	m := mark(r)
+	ret, err := s.forward(ctx, state, rt, server)
+	m.unmark(r)
+	if err != nil {
+		responseCount.WithLabelValues(server, rt.zone, "SERVFAIL").Inc()
+		if errors.Is(err, proxy.ErrInvalidRequest) {
+			return dns.RcodeFormatError, err
+		}
+		return dns.RcodeServerFailure, err
+	}
+	m.unmarkReply(ret)
+
+	if !state.Match(ret) {
+		formerr := new(dns.Msg)
+		formerr.SetRcode(r, dns.RcodeFormatError)
+		w.WriteMsg(formerr)
+		responseCount.WithLabelValues(server, rt.zone, "FORMERR").Inc()
+		return 0, nil
+	}
+	w.WriteMsg(ret)
+	responseCount.WithLabelValues(server, rt.zone, rcodeName(ret.Rcode)).Inc()
+	return 0, nil
+}
+
+// forward sends the query to the route's upstreams in policy order, skipping
+// those that health checks hold down; when all are down it tries the first
+// one anyway, as forward does, in case health checking itself is broken.
+func (s *SplitDNS) forward(ctx context.Context, state request.Request, rt *route, server string) (*dns.Msg, error) {
+	list := rt.policy.List(rt.upstreams)
+	err := errNoUpstream
+	tried := 0
+	for pass := 0; pass < 2 && tried == 0; pass++ {
+		for _, u := range list {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if u.proxy.Down(s.maxfails) != (pass == 1) {
+				continue
+			}
+			tried++
+			var ret *dns.Msg
+			ret, err = s.exchange(ctx, state, u, rt, server)
+			if err == nil {
+				u.answered.Store(true)
+				return ret, nil
+			}
+			if errors.Is(err, proxy.ErrInvalidRequest) {
+				return nil, err
+			}
+			u.proxy.Healthcheck()
+			if pass == 1 {
+				break
+			}
+		}
+	}
+	return nil, err
+}
+
+// exchange asks one upstream over the client's transport; a truncated UDP
+// answer is asked again over TCP, and then cut to fit the client's buffer.
+func (s *SplitDNS) exchange(ctx context.Context, state request.Request, u *upstream, rt *route, server string) (*dns.Msg, error) {
+	opts := proxy.Options{}
+	for range 3 {
+		ret, _, proto, err := u.proxy.Connect(ctx, state, opts)
+		if errors.Is(err, proxy.ErrCachedClosed) {
+			continue // the upstream closed a cached connection before the query went out
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ret.Truncated && proto == "udp" && !opts.ForceTCP {
+			tcpRetryCount.WithLabelValues(server, rt.zone).Inc()
+			opts.ForceTCP = true
+			continue
+		}
+		if opts.ForceTCP && state.Proto() == "udp" {
+			state.Scrub(ret)
+		}
+		return ret, nil
+	}
+	return nil, proxy.ErrCachedClosed
+}
+
+func rcodeName(rc int) string {
+	if s, ok := dns.RcodeToString[rc]; ok {
+		return s
+	}
+	return strconv.Itoa(rc)
+}
+
+var (
+	errLoop       = errors.New("query looped back to this server (splitdns marker seen)")
+	errNoUpstream = errors.New("no upstream answered")
+)

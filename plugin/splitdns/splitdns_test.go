@@ -1,0 +1,341 @@
+package splitdns
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+
+	"github.com/miekg/dns"
+)
+
+// upstreamServer is a DNS server on 127.0.0.1 (UDP and TCP, one port) that
+// answers with h and counts the queries it saw; health checks (". NS") are
+// answered and not counted.
+type upstreamServer struct {
+	addr    string
+	queries atomic.Int32
+	last    atomic.Pointer[dns.Msg]
+	udp     *dns.Server
+	tcp     *dns.Server
+}
+
+func newUpstream(t *testing.T, h func(w dns.ResponseWriter, r *dns.Msg)) *upstreamServer {
+	t.Helper()
+	u := &upstreamServer{}
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		if r.Question[0].Name == "." { // a health check
+			m := new(dns.Msg)
+			m.SetReply(r)
+			w.WriteMsg(m)
+			return
+		}
+		u.queries.Add(1)
+		u.last.Store(r.Copy())
+		h(w, r)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.ListenPacket("udp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.addr = l.Addr().String()
+	started := make(chan struct{}, 2)
+	u.tcp = &dns.Server{Listener: l, Handler: handler, NotifyStartedFunc: func() { started <- struct{}{} }}
+	u.udp = &dns.Server{PacketConn: pc, Handler: handler, NotifyStartedFunc: func() { started <- struct{}{} }}
+	go u.tcp.ActivateAndServe()
+	go u.udp.ActivateAndServe()
+	<-started
+	<-started
+	t.Cleanup(func() { u.udp.Shutdown(); u.tcp.Shutdown() })
+	return u
+}
+
+// answerA answers every A query with ip.
+func answerA(ip string) func(w dns.ResponseWriter, r *dns.Msg) {
+	return func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Answer = append(m.Answer, test.A(r.Question[0].Name+" 60 IN A "+ip))
+		if o := r.IsEdns0(); o != nil {
+			m.SetEdns0(o.UDPSize(), false)
+			// Echo every option back, as a careless upstream might.
+			m.IsEdns0().Option = o.Option
+		}
+		w.WriteMsg(m)
+	}
+}
+
+// newSplitDNS sets up the plugin from a Corefile snippet and starts it.
+func newSplitDNS(t *testing.T, corefile string) *SplitDNS {
+	t.Helper()
+	c := caddy.NewTestController("dns", corefile)
+	s, kd, err := parseSplitDNS(c)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	tbl, errs := s.build(kd)
+	if len(errs) > 0 {
+		t.Fatalf("build: %v", errs)
+	}
+	s.swap(tbl)
+	s.OnStartup()
+	t.Cleanup(func() { s.OnShutdown() })
+	s.Next = test.NextHandler(dns.RcodeRefused, nil)
+	return s
+}
+
+func query(t *testing.T, s *SplitDNS, name string, qtype uint16, edns bool) *dns.Msg {
+	t.Helper()
+	r := new(dns.Msg)
+	r.SetQuestion(name, qtype)
+	if edns {
+		r.SetEdns0(1232, false)
+	}
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	rc, err := s.ServeDNS(context.Background(), rec, r)
+	if rec.Msg == nil {
+		// The server writes the failure, as CoreDNS's does for these rcodes.
+		m := new(dns.Msg)
+		m.SetRcode(r, rc)
+		_ = err
+		return m
+	}
+	return rec.Msg
+}
+
+func TestRoutesToTheLongestZone(t *testing.T) {
+	acme := newUpstream(t, answerA("10.0.0.1"))
+	svc := newUpstream(t, answerA("10.0.0.2"))
+	def := newUpstream(t, answerA("192.0.2.1"))
+	s := newSplitDNS(t, `splitdns {
+		route acme.internal `+acme.addr+`
+		route svc.acme.internal `+svc.addr+`
+		default `+def.addr+`
+	}`)
+	tests := []struct{ qname, want string }{
+		{"db.svc.acme.internal.", "10.0.0.2"},
+		{"SVC.Acme.Internal.", "10.0.0.2"},
+		{"xsvc.acme.internal.", "10.0.0.1"},
+		{"acme.internal.", "10.0.0.1"},
+		{"svc.acme.internal.example.net.", "192.0.2.1"},
+		{"example.com.", "192.0.2.1"},
+	}
+	for _, tc := range tests {
+		m := query(t, s, tc.qname, dns.TypeA, true)
+		if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 {
+			t.Errorf("%s: rcode %s, %d answers", tc.qname, dns.RcodeToString[m.Rcode], len(m.Answer))
+			continue
+		}
+		if got := m.Answer[0].(*dns.A).A.String(); got != tc.want {
+			t.Errorf("%s: answered by %s, want %s", tc.qname, got, tc.want)
+		}
+		if m.Question[0].Name != tc.qname {
+			t.Errorf("question case changed: %s", m.Question[0].Name)
+		}
+	}
+}
+
+func TestWithoutDefaultNextPluginAnswers(t *testing.T) {
+	acme := newUpstream(t, answerA("10.0.0.1"))
+	s := newSplitDNS(t, `splitdns {
+		route acme.internal `+acme.addr+`
+	}`)
+	if m := query(t, s, "example.com.", dns.TypeA, false); m.Rcode != dns.RcodeRefused {
+		t.Errorf("want the next plugin's REFUSED, got %s", dns.RcodeToString[m.Rcode])
+	}
+	if acme.queries.Load() != 0 {
+		t.Errorf("upstream asked %d times for a name outside its zone", acme.queries.Load())
+	}
+}
+
+func TestMarkerForwardedAndStrippedFromReply(t *testing.T) {
+	up := newUpstream(t, answerA("10.0.0.1"))
+	s := newSplitDNS(t, `splitdns {
+		default `+up.addr+`
+	}`)
+
+	m := query(t, s, "example.com.", dns.TypeA, false)
+	if m.IsEdns0() != nil {
+		t.Errorf("client sent no OPT, reply has one: %v", m.IsEdns0())
+	}
+	if !markedBy(up.last.Load(), identity) {
+		t.Errorf("forwarded query carries no marker: %v", up.last.Load())
+	}
+
+	m = query(t, s, "example.com.", dns.TypeA, true)
+	o := m.IsEdns0()
+	if o == nil {
+		t.Fatalf("client sent OPT, reply has none")
+	}
+	for _, e := range o.Option {
+		if e.Option() == markerCode {
+			t.Errorf("marker leaked to the client: %v", o)
+		}
+	}
+}
+
+func markedBy(r *dns.Msg, id [8]byte) bool {
+	if r == nil || r.IsEdns0() == nil {
+		return false
+	}
+	for _, e := range r.IsEdns0().Option {
+		if l, ok := e.(*dns.EDNS0_LOCAL); ok && l.Code == markerCode && strings.Contains(string(l.Data), string(id[:])) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLoopedQueryIsServfailNotForwarded(t *testing.T) {
+	up := newUpstream(t, answerA("10.0.0.1"))
+	s := newSplitDNS(t, `splitdns {
+		default `+up.addr+`
+	}`)
+	r := new(dns.Msg)
+	r.SetQuestion("example.com.", dns.TypeA)
+	mark(r) // as if this process had forwarded it already
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	rc, err := s.ServeDNS(context.Background(), rec, r)
+	if rc != dns.RcodeServerFailure || err == nil {
+		t.Errorf("looped query: rcode %d err %v, want SERVFAIL", rc, err)
+	}
+	if n := up.queries.Load(); n != 0 {
+		t.Errorf("looped query forwarded %d times, want 0", n)
+	}
+
+	// Too many splitdns hops, none of them this one.
+	r = new(dns.Msg)
+	r.SetQuestion("example.com.", dns.TypeA)
+	r.SetEdns0(1232, false)
+	r.IsEdns0().Option = append(r.IsEdns0().Option, &dns.EDNS0_LOCAL{Code: markerCode, Data: make([]byte, 8*maxHops)})
+	if rc, _ := s.ServeDNS(context.Background(), dnstest.NewRecorder(&test.ResponseWriter{}), r); rc != dns.RcodeServerFailure {
+		t.Errorf("query after %d hops: rcode %d, want SERVFAIL", maxHops, rc)
+	}
+
+	// Another process's marker is kept and ours appended.
+	other := [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
+	r = new(dns.Msg)
+	r.SetQuestion("example.com.", dns.TypeA)
+	r.SetEdns0(1232, false)
+	r.IsEdns0().Option = append(r.IsEdns0().Option, &dns.EDNS0_LOCAL{Code: markerCode, Data: other[:]})
+	if rc, _ := s.ServeDNS(context.Background(), dnstest.NewRecorder(&test.ResponseWriter{}), r); rc != dns.RcodeSuccess {
+		t.Errorf("query marked by another process: rcode %d, want NOERROR", rc)
+	}
+	if last := up.last.Load(); !markedBy(last, other) || !markedBy(last, identity) {
+		t.Errorf("forwarded query should carry both identities: %v", last)
+	}
+	if l := r.IsEdns0().Option[0].(*dns.EDNS0_LOCAL); len(l.Data) != 8 {
+		t.Errorf("client's request not restored: marker is %d bytes", len(l.Data))
+	}
+}
+
+func TestTruncatedAnswerRetriedOverTCP(t *testing.T) {
+	var udp, tcp atomic.Int32
+	up := newUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		if _, ok := w.RemoteAddr().(*net.UDPAddr); ok {
+			udp.Add(1)
+			m.Truncated = true // as an upstream with a small UDP limit does
+			w.WriteMsg(m)
+			return
+		}
+		tcp.Add(1)
+		for i := range 20 {
+			m.Answer = append(m.Answer, test.A(r.Question[0].Name+" 60 IN A 10.0.1."+string(rune('0'+i%10))))
+		}
+		w.WriteMsg(m)
+	})
+	s := newSplitDNS(t, `splitdns {
+		default `+up.addr+`
+	}`)
+	m := query(t, s, "big.example.", dns.TypeA, true)
+	if m.Truncated || len(m.Answer) == 0 {
+		t.Errorf("want the full answer from TCP, got TC=%v with %d answers", m.Truncated, len(m.Answer))
+	}
+	if udp.Load() != 1 || tcp.Load() != 1 {
+		t.Errorf("upstream saw %d UDP and %d TCP queries, want 1 and 1", udp.Load(), tcp.Load())
+	}
+}
+
+func TestDeadFirstUpstreamSkipped(t *testing.T) {
+	// A UDP port with nothing behind it: the kernel answers port unreachable.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := pc.LocalAddr().String()
+	pc.Close()
+	live := newUpstream(t, answerA("10.0.0.1"))
+	s := newSplitDNS(t, `splitdns {
+		default `+dead+` `+live.addr+`
+		policy sequential
+		health_check 50ms
+		timeout 500ms
+	}`)
+	for i := range 10 {
+		start := time.Now()
+		m := query(t, s, "example.com.", dns.TypeA, false)
+		if m.Rcode != dns.RcodeSuccess {
+			t.Fatalf("query %d: %s", i, dns.RcodeToString[m.Rcode])
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("query %d took %s", i, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !s.table.Load().def.upstreams[0].proxy.Down(s.maxfails) {
+		t.Errorf("dead upstream not held down by health checks")
+	}
+}
+
+func TestReadyWaitsForDefaultRouteOnly(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := pc.LocalAddr().String()
+	pc.Close()
+	live := newUpstream(t, answerA("10.0.0.1"))
+	corefile := `splitdns {
+		route private.corp ` + dead + `
+		default ` + live.addr + `
+		health_check 50ms
+		%s
+	}`
+	s := newSplitDNS(t, strings.Replace(corefile, "%s", "", 1))
+	if !eventually(2*time.Second, s.Ready) {
+		t.Errorf("not ready although the default upstream answers")
+	}
+	s2 := newSplitDNS(t, strings.Replace(corefile, "%s", "ready_requires all", 1))
+	time.Sleep(500 * time.Millisecond)
+	if s2.Ready() {
+		t.Errorf("ready_requires all: ready although private.corp's only upstream is dead")
+	}
+	s3 := newSplitDNS(t, strings.Replace(corefile, "%s", "ready_requires private.corp", 1))
+	time.Sleep(300 * time.Millisecond)
+	if s3.Ready() {
+		t.Errorf("ready_requires private.corp: ready although its only upstream is dead")
+	}
+}
+
+func eventually(d time.Duration, f func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if f() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
