@@ -1,0 +1,260 @@
+package gslb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// defaultNSPattern is how a name server's name carries its cluster's geo tag.
+const defaultNSPattern = "gslb-ns-{geotag}.{zone}"
+
+// nsPattern maps a name server's name to a geo tag: the configured pattern
+// and k8gb's gslb-ns-<geotag>-<zone with dashes>.<parent>.
+type nsPattern struct {
+	prefixes []string // literal beginnings, a cheap test before the regexps
+	res      []*regexp.Regexp
+}
+
+func newNSPattern(pattern, zone string) (*nsPattern, error) {
+	if strings.Count(pattern, "{geotag}") != 1 {
+		return nil, fmt.Errorf("pattern %q must hold {geotag} once", pattern)
+	}
+	z := strings.TrimSuffix(zone, ".")
+	parent := ""
+	if i := strings.IndexByte(z, '.'); i >= 0 {
+		parent = z[i+1:]
+	}
+	n := &nsPattern{}
+	add := func(p string) {
+		lit, _, _ := strings.Cut(p, "{")
+		n.prefixes = append(n.prefixes, lit)
+		re := regexp.QuoteMeta(strings.ToLower(strings.TrimSuffix(p, ".")))
+		re = strings.Replace(re, `\{geotag\}`, `([a-z0-9_]+(?:-[a-z0-9_]+)*?)`, 1)
+		re = strings.ReplaceAll(re, `\{zone\}`, regexp.QuoteMeta(z))
+		re = strings.ReplaceAll(re, `\{parent\}`, regexp.QuoteMeta(parent))
+		n.res = append(n.res, regexp.MustCompile("^"+re+`\.$`))
+	}
+	add(pattern)
+	if parent != "" {
+		// k8gb: gslb-ns-<geotag>-<zone with dashes>.<edge zone>, with the
+		// whole zone or the zone below its parent in dashes.
+		add("gslb-ns-{geotag}-" + strings.ReplaceAll(z, ".", "-") + ".{parent}")
+		sub := strings.TrimSuffix(z, "."+parent)
+		add("gslb-ns-{geotag}-" + strings.ReplaceAll(sub, ".", "-") + ".{parent}")
+	}
+	return n, nil
+}
+
+// tag returns the geo tag in a name server's name (lower-case, fully
+// qualified).
+func (n *nsPattern) tag(name string) (string, bool) {
+	if !n.match(name) {
+		return "", false
+	}
+	for _, re := range n.res {
+		if m := re.FindStringSubmatch(name); m != nil {
+			return m[1], true
+		}
+	}
+	return "", false
+}
+
+// match reports whether name is a name server's name.
+func (n *nsPattern) match(name string) bool {
+	for i, p := range n.prefixes {
+		if strings.HasPrefix(name, p) && n.res[i].MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// discovery finds peers in the parent's NS delegation of the zone.
+type discovery struct {
+	servers []string // the parent's servers, host:port
+	refresh time.Duration
+	port    string // the peers' DNS port
+
+	attempted atomic.Bool
+}
+
+// delegation is what one look at the parent found.
+type delegation struct {
+	peers map[string][]string // geo tag -> host:port, sorted
+	own   bool                // this cluster's name server is in it
+}
+
+// discover asks the parent's servers, in order, for the zone's NS set and
+// glue.
+func (g *GSLB) discover(ctx context.Context) (delegation, error) {
+	var errs []error
+	for _, s := range g.disc.servers {
+		d, err := g.askParent(ctx, s)
+		if err == nil {
+			return d, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", s, err))
+	}
+	return delegation{}, errors.Join(errs...)
+}
+
+func (g *GSLB) exchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.RecursionDesired = false
+	c := &dns.Client{Net: "udp", Timeout: g.timeout}
+	r, _, err := c.ExchangeContext(ctx, m, server)
+	if err == nil && r.Truncated {
+		c.Net = "tcp"
+		r, _, err = c.ExchangeContext(ctx, m, server)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Question) != 1 || !strings.EqualFold(r.Question[0].Name, name) || r.Question[0].Qtype != qtype {
+		return nil, errors.New("answer to another question")
+	}
+	return r, nil
+}
+
+func (g *GSLB) askParent(ctx context.Context, server string) (delegation, error) {
+	r, err := g.exchange(ctx, server, g.zone, dns.TypeNS)
+	if err != nil {
+		return delegation{}, err
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return delegation{}, fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
+	}
+	// A referral carries the NS set in authority; a parent that is also
+	// authoritative for the zone answers it.
+	var names []string
+	for _, rr := range append(slices.Clone(r.Answer), r.Ns...) {
+		if ns, ok := rr.(*dns.NS); ok && strings.EqualFold(ns.Hdr.Name, g.zone) {
+			n := strings.ToLower(ns.Ns)
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return delegation{}, errors.New("no NS records for the zone")
+	}
+	glue := map[string][]string{}
+	for _, rr := range r.Extra {
+		switch x := rr.(type) {
+		case *dns.A:
+			n := strings.ToLower(x.Hdr.Name)
+			glue[n] = append(glue[n], x.A.String())
+		case *dns.AAAA:
+			n := strings.ToLower(x.Hdr.Name)
+			glue[n] = append(glue[n], x.AAAA.String())
+		}
+	}
+
+	d := delegation{peers: map[string][]string{}}
+	for _, n := range names {
+		tag, ok := g.ns.tag(n)
+		if !ok {
+			log.Debugf("Name server %s of %s carries no geo tag, skipped", n, g.zone)
+			continue
+		}
+		if tag == g.geotag {
+			d.own = true
+			continue
+		}
+		addrs := glue[n]
+		if len(addrs) == 0 {
+			// No glue (out of bailiwick): ask the parent's server for it.
+			for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
+				if a, err := g.exchange(ctx, server, n, t); err == nil {
+					for _, rr := range a.Answer {
+						switch x := rr.(type) {
+						case *dns.A:
+							addrs = append(addrs, x.A.String())
+						case *dns.AAAA:
+							addrs = append(addrs, x.AAAA.String())
+						}
+					}
+				}
+			}
+		}
+		for _, a := range addrs {
+			hp := net.JoinHostPort(a, g.disc.port)
+			if !slices.Contains(d.peers[tag], hp) {
+				d.peers[tag] = append(d.peers[tag], hp)
+			}
+		}
+	}
+	for tag := range d.peers {
+		slices.Sort(d.peers[tag])
+	}
+	return d, nil
+}
+
+// runDiscovery looks at the delegation now and every refresh, acts on a
+// changed peer set at once, and keeps the last good set when the parent
+// cannot be reached.
+func (g *GSLB) runDiscovery(ctx context.Context) {
+	var (
+		last       map[string][]string
+		failing    bool
+		linkLogged = -1 // 1: own NS present, 0: missing, as last logged
+	)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d, err := g.discover(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			discoveryErrors.WithLabelValues(g.zone).Inc()
+			if !failing {
+				log.Errorf("Discovering the peers of %s from its parent failed, keeping the last %d peers: %v", g.zone, len(last), err)
+				failing = true
+			}
+		} else {
+			discoveryRefreshes.WithLabelValues(g.zone).Inc()
+			if failing {
+				log.Infof("Discovering the peers of %s from its parent works again", g.zone)
+				failing = false
+			}
+			link := 0
+			if d.own {
+				link = 1
+			}
+			parentLink.WithLabelValues(g.zone, g.geotag).Set(float64(link))
+			if link != linkLogged {
+				if link == 0 {
+					log.Warningf("The parent's delegation of %s does not include this cluster's name server (geo tag %s)", g.zone, g.geotag)
+				} else if linkLogged == 0 {
+					log.Infof("The parent's delegation of %s includes this cluster's name server again", g.zone)
+				}
+				linkLogged = link
+			}
+			if last == nil || !maps.EqualFunc(last, d.peers, slices.Equal) {
+				log.Infof("Peers of %s from the parent's delegation: %v", g.zone, d.peers)
+				last = d.peers
+				discoveredPeers.WithLabelValues(g.zone).Set(float64(len(d.peers)))
+				g.setPeers(d.peers)
+			}
+		}
+		g.disc.attempted.Store(true)
+		t.Reset(g.disc.refresh)
+	}
+}

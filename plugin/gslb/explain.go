@@ -1,0 +1,126 @@
+package gslb
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/request"
+
+	"github.com/miekg/dns"
+)
+
+// explainLabel starts the name of a host's explain record.
+const explainLabel = "_gslb-explain."
+
+// serveExplain answers TXT _gslb-explain.<host> for clients in the explain
+// ACL: which peers answered, their states and ages, the strategy and why
+// the answer an A query from this client gets now was chosen. For everyone
+// else the name does not exist here: it falls through.
+func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, error) {
+	w, r := state.W, state.Req
+	src, err := netip.ParseAddr(state.IP())
+	if err != nil || !g.explainAllowed(src.Unmap()) {
+		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	}
+	h, ok := g.host(strings.TrimPrefix(state.Name(), explainLabel))
+	if !ok {
+		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	}
+	ecs, err := clientSubnet(r)
+	if err != nil {
+		ecs = nil
+	}
+
+	views := g.collect(h, nil)
+	pol := g.policyOf(h)
+	cl := g.clientOf(ctx, state, ecs)
+	d := g.decide(pol, views, &cl)
+
+	source := "default"
+	switch {
+	case h.Properties[propStrategy] != "":
+		source = propStrategy
+	case h.Labels[labelK8gb] != "":
+		source = "k8gb label " + labelK8gb
+	}
+	lines := []string{fmt.Sprintf("host %s strategy %s (%s) ttl %d", h.Name, pol.strategy, source, g.ttlOf(pol, h))}
+	switch pol.strategy {
+	case failover:
+		if len(pol.primary) > 0 {
+			lines = append(lines, "primary "+strings.Join(pol.primary, ","))
+		} else {
+			lines = append(lines, "primary "+g.geotag+" then the peers in tag order")
+		}
+	case weighted:
+		var ws []string
+		for i := range views {
+			ws = append(ws, fmt.Sprintf("%s=%d", views[i].tag, weightOf(pol, views[i].tag)))
+		}
+		lines = append(lines, "weights "+strings.Join(ws, ","))
+	case geoip:
+		if tag := d.geoTag; tag != "" {
+			lines = append(lines, fmt.Sprintf("client %s/%d geo tag %s scope %d", cl.addr, cl.bits, tag, d.scope))
+		} else {
+			lines = append(lines, fmt.Sprintf("client %s/%d has no geo tag", cl.addr, cl.bits))
+		}
+	}
+	for i := range views {
+		v := &views[i]
+		if v.self {
+			lines = append(lines, fmt.Sprintf("tag %s self targets A %s AAAA %s", v.tag, addrList(v.a), addrList(v.aaaa)))
+			continue
+		}
+		l := fmt.Sprintf("tag %s peer %s state %s", v.tag, strings.Join(*v.peer.addrs.Load(), ","), v.state)
+		if v.age > 0 || v.a != nil || v.aaaa != nil {
+			l += fmt.Sprintf(" age %.1fs targets A %s AAAA %s", v.age, addrList(v.a), addrList(v.aaaa))
+		}
+		if e := v.peer.lastErr.Load(); e != nil && v.state != stateUp {
+			l += " last error " + *e
+		}
+		lines = append(lines, l)
+	}
+	chosen := "all"
+	if d.chosen >= 0 {
+		chosen = views[d.chosen].tag
+	}
+	lines = append(lines, fmt.Sprintf("answer %s: %s", chosen, d.why))
+
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	txt := &dns.TXT{Hdr: dns.RR_Header{Name: state.QName(), Rrtype: dns.TypeTXT, Class: dns.ClassINET}}
+	for _, l := range lines {
+		// A character-string holds at most 255 octets (RFC 1035 §3.3).
+		for len(l) > 255 {
+			txt.Txt = append(txt.Txt, l[:255])
+			l = l[255:]
+		}
+		txt.Txt = append(txt.Txt, l)
+	}
+	m.Answer = []dns.RR{txt}
+	w.WriteMsg(addOPT(m, r, nil, 0))
+	return dns.RcodeSuccess, nil
+}
+
+func (g *GSLB) explainAllowed(a netip.Addr) bool {
+	for _, p := range g.explain {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func addrList(as []netip.Addr) string {
+	if len(as) == 0 {
+		return "-"
+	}
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
+}

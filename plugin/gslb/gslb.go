@@ -1,0 +1,358 @@
+// Package gslb answers A and AAAA queries of GSLB hosts with a set assembled
+// at query time from this cluster's targets and its peers' localtargets
+// answers, under the host's strategy.
+package gslb
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/coredns/coredns/plugin/pkg/nonwriter"
+	"github.com/coredns/coredns/request"
+	"github.com/fleetdns/fleetdns/internal/store"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sync/singleflight"
+)
+
+const pluginName = "gslb"
+
+var log = clog.NewWithPlugin(pluginName)
+
+// GSLB is the gslb plugin: one GSLB zone.
+type GSLB struct {
+	Next plugin.Handler
+
+	zone       string // lower-case, fully qualified
+	geotag     string
+	prefix     string // localtargets- prefix peers answer
+	defaults   policy
+	geo        *geoResolver
+	timeout    time.Duration
+	refresh    time.Duration
+	floor      time.Duration // no answer is refreshed more often
+	tick       time.Duration // how often the peer loops look for due answers
+	splitBrain time.Duration
+	explain    []netip.Prefix
+	static     map[string][]string // tag -> host:port
+	disc       *discovery
+	ns         *nsPattern
+
+	store store.Reader
+	local store.Targets
+
+	peers    atomic.Pointer[peerSet]
+	peersMu  sync.Mutex               // serializes peer set changes
+	declared atomic.Pointer[[]string] // GSLB hosts of the zone, sorted, from the last walk
+	walked   atomic.Bool
+	flight   singleflight.Group
+	soa      atomic.Pointer[soaCache]
+	badPol   sync.Map // host -> property values last logged as invalid
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	now    func() time.Time
+}
+
+// peerSet is the immutable set of peers, in tag order.
+type peerSet struct {
+	list  []*peer
+	byTag map[string]*peer
+}
+
+type soaCache struct {
+	rr      *dns.SOA
+	expires time.Time
+}
+
+// New returns a GSLB with the defaults of every setting.
+func New(zone string) *GSLB {
+	g := &GSLB{
+		zone:       zone,
+		prefix:     "localtargets-",
+		defaults:   policy{strategy: roundRobin, ttl: 30},
+		timeout:    time.Second,
+		refresh:    30 * time.Second,
+		splitBrain: 60 * time.Second,
+		explain:    []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+		static:     map[string][]string{},
+		now:        time.Now,
+	}
+	g.peers.Store(&peerSet{byTag: map[string]*peer{}})
+	return g
+}
+
+// Name implements plugin.Handler.
+func (g *GSLB) Name() string { return pluginName }
+
+// ServeDNS implements plugin.Handler.
+func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	state := request.Request{W: w, Req: r}
+	qname := state.Name()
+	if g.store == nil || !dns.IsSubDomain(g.zone, qname) {
+		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	}
+	switch state.QType() {
+	case dns.TypeA, dns.TypeAAAA:
+	case dns.TypeTXT:
+		if strings.HasPrefix(qname, explainLabel) {
+			return g.serveExplain(ctx, state)
+		}
+		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	default:
+		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	}
+	h, ok := g.host(qname)
+	if !ok {
+		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	}
+
+	ecs, err := clientSubnet(r)
+	if err != nil {
+		m := new(dns.Msg)
+		m.SetRcode(r, dns.RcodeFormatError)
+		if o := r.IsEdns0(); o != nil {
+			m.Extra = append(m.Extra, replyOPT(o, nil, 0))
+		}
+		w.WriteMsg(m)
+		return dns.RcodeFormatError, nil
+	}
+
+	var buf [8]tagView
+	views := g.collect(h, buf[:0])
+	pol := g.policyOf(h)
+	cl := g.clientOf(ctx, state, ecs)
+	d := g.decide(pol, views, &cl)
+
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	scope := 0
+	if d.clientDependent {
+		scope = d.scope
+	}
+	if d.unknown {
+		answers.WithLabelValues(g.zone, d.strategy, "servfail").Inc()
+		m.Rcode = dns.RcodeServerFailure
+		m.Authoritative = false
+		w.WriteMsg(addOPT(m, r, ecs, scope))
+		return dns.RcodeServerFailure, nil
+	}
+	if d.strategy == failover {
+		first := g.geotag
+		if len(pol.primary) > 0 {
+			first = pol.primary[0]
+		}
+		if d.chosen < 0 {
+			failovers.WithLabelValues(g.zone, "all").Inc()
+		} else if views[d.chosen].tag != first {
+			failovers.WithLabelValues(g.zone, views[d.chosen].tag).Inc()
+		}
+	}
+
+	qtype := state.QType()
+	addrs := targets(views, d, qtype == dns.TypeAAAA)
+	ttl := g.ttlOf(pol, h)
+	hdr := dns.RR_Header{Name: state.QName(), Rrtype: qtype, Class: dns.ClassINET, Ttl: ttl}
+	m.Answer = make([]dns.RR, 0, len(addrs))
+	for _, a := range addrs {
+		if qtype == dns.TypeA {
+			m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: a.AsSlice()})
+		} else {
+			m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: a.AsSlice()})
+		}
+	}
+	result := "answer"
+	if len(m.Answer) == 0 {
+		// NODATA: authoritative, the zone's SOA in authority (RFC 2308 §3).
+		result = "nodata"
+		if soa := g.zoneSOA(ctx, w); soa != nil {
+			m.Ns = []dns.RR{soa}
+		}
+	}
+	answers.WithLabelValues(g.zone, d.strategy, result).Inc()
+	w.WriteMsg(addOPT(m, r, ecs, scope))
+	return dns.RcodeSuccess, nil
+}
+
+// addOPT adds the reply's OPT record when the query had one.
+func addOPT(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope int) *dns.Msg {
+	if o := r.IsEdns0(); o != nil {
+		m.Extra = append(m.Extra, replyOPT(o, ecs, scope))
+	}
+	return m
+}
+
+// host returns the GSLB host at name: declared in the store, not written by
+// the k8gb operator (served as written), not a localtargets name, not the
+// apex and not one of the zone's name servers.
+func (g *GSLB) host(name string) (*store.Host, bool) {
+	if name == g.zone || strings.HasPrefix(name, g.prefix) {
+		return nil, false
+	}
+	h, ok := g.store.Host(name)
+	if !ok || !g.isGSLBHost(h) {
+		return nil, false
+	}
+	return h, true
+}
+
+// own returns this cluster's targets for h: the healthy ones when
+// localtargets is in the block.
+func (g *GSLB) own(h *store.Host) (a, aaaa []netip.Addr) {
+	if g.local != nil {
+		return g.local.Healthy(h)
+	}
+	return h.A, h.AAAA
+}
+
+// collect returns every tag's targets for h: this cluster's first, then the
+// peers' cached answers. Peers without a cached answer that may be asked
+// (up or not asked yet) are asked in parallel, and the query waits at most
+// timeout for them.
+func (g *GSLB) collect(h *store.Host, views []tagView) []tagView {
+	now := g.now()
+	a, aaaa := g.own(h)
+	views = append(views, tagView{tag: g.geotag, self: true, state: stateUp, a: a, aaaa: aaaa})
+	misses := 0
+	for _, p := range g.peers.Load().list {
+		e, st, miss := p.lookup(h.Name, now)
+		v := tagView{tag: p.tag, peer: p, state: st}
+		if e != nil {
+			v.a, v.aaaa, v.age = e.a, e.aaaa, now.Sub(e.at).Seconds()
+		}
+		if miss {
+			v.miss = true
+			misses++
+		}
+		views = append(views, v)
+	}
+	if misses == 0 {
+		return views
+	}
+
+	chans := make([]<-chan singleflight.Result, len(views))
+	for i := range views {
+		v := &views[i]
+		if !v.miss {
+			continue
+		}
+		cacheMisses.WithLabelValues(g.zone, v.peer.tag).Inc()
+		p := v.peer
+		chans[i] = g.flight.DoChan(p.tag+"\x00"+h.Name, func() (any, error) { return p.fetch(h.Name) })
+	}
+	timer := time.NewTimer(g.timeout)
+	defer timer.Stop()
+	expired := false
+	for i, ch := range chans {
+		if ch == nil {
+			continue
+		}
+		v := &views[i]
+		if !expired {
+			select {
+			case res := <-ch:
+				if res.Err == nil {
+					e := res.Val.(*hostTargets)
+					v.a, v.aaaa = e.a, e.aaaa
+				}
+			case <-timer.C:
+				expired = true
+			}
+		}
+		v.state = v.peer.state(g.now())
+		if v.state == stateDown {
+			v.a, v.aaaa = nil, nil
+		}
+	}
+	return views
+}
+
+// policyOf returns the host's policy: its properties over the defaults.
+func (g *GSLB) policyOf(h *store.Host) *policy {
+	pol, _ := hostPolicy(&g.defaults, h.Properties, h.Labels)
+	return pol
+}
+
+// ttlOf: gslb/ttl, else the endpoint's recordTTL, else `ttl`.
+func (g *GSLB) ttlOf(pol *policy, h *store.Host) uint32 {
+	if pol.ttlSet && pol != &g.defaults {
+		return pol.ttl
+	}
+	if h.TTLSet {
+		return h.TTL
+	}
+	return g.defaults.ttl
+}
+
+func (g *GSLB) clientOf(ctx context.Context, state request.Request, ecs *dns.EDNS0_SUBNET) client {
+	var src netip.Addr
+	if ap, err := netip.ParseAddrPort(state.W.RemoteAddr().String()); err == nil {
+		src = ap.Addr()
+	} else if a, err := netip.ParseAddr(state.IP()); err == nil {
+		src = a
+	}
+	addr, bits := ecsClient(ecs, src)
+	return client{ctx: ctx, addr: addr, bits: bits}
+}
+
+// zoneSOA returns the zone's SOA for the authority section of a NODATA
+// answer, as k8scrd serves it (so serial and names agree), with TTL
+// min(SOA TTL, MINIMUM) (RFC 2308 §3). It is asked at most once a second.
+func (g *GSLB) zoneSOA(ctx context.Context, w dns.ResponseWriter) dns.RR {
+	now := g.now()
+	if c := g.soa.Load(); c != nil && now.Before(c.expires) {
+		return c.rr
+	}
+	var soa *dns.SOA
+	if g.Next != nil {
+		q := new(dns.Msg)
+		q.SetQuestion(g.zone, dns.TypeSOA)
+		nw := nonwriter.New(w)
+		if _, err := g.Next.ServeDNS(ctx, nw, q); err == nil && nw.Msg != nil {
+			for _, rr := range nw.Msg.Answer {
+				if s, ok := rr.(*dns.SOA); ok {
+					soa = dns.Copy(s).(*dns.SOA)
+					break
+				}
+			}
+		}
+	}
+	if soa == nil {
+		// k8scrd did not answer (not synced yet): a minimal SOA of our own.
+		soa = &dns.SOA{
+			Hdr:     dns.RR_Header{Name: g.zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: g.defaults.ttl},
+			Ns:      "gslb-ns-" + g.geotag + "." + g.zone,
+			Mbox:    "hostmaster." + g.zone,
+			Serial:  uint32(now.Unix()),
+			Refresh: 7200, Retry: 1800, Expire: 86400,
+			Minttl: g.defaults.ttl,
+		}
+	}
+	soa.Hdr.Ttl = min(soa.Hdr.Ttl, soa.Minttl)
+	g.soa.Store(&soaCache{rr: soa, expires: now.Add(time.Second)})
+	return soa
+}
+
+// Ready implements ready.Readiness: the peers are discovered (when
+// peers_from_ns is used) and every peer had its first round of queries.
+func (g *GSLB) Ready() bool {
+	if g.disc != nil && !g.disc.attempted.Load() {
+		return false
+	}
+	if !g.walked.Load() {
+		return false
+	}
+	for _, p := range g.peers.Load().list {
+		if !p.firstRound.Load() {
+			return false
+		}
+	}
+	return true
+}

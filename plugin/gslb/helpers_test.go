@@ -1,0 +1,293 @@
+package gslb
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/store"
+
+	"github.com/miekg/dns"
+)
+
+const zone = "gslb.example.com."
+
+// fakeStore is the store.Reader k8scrd offers, with hosts set by the test.
+type fakeStore struct {
+	mu     sync.RWMutex
+	hosts  map[string]*store.Host
+	synced bool
+}
+
+func newFakeStore(hosts ...*store.Host) *fakeStore {
+	f := &fakeStore{hosts: map[string]*store.Host{}, synced: true}
+	for _, h := range hosts {
+		f.put(h)
+	}
+	return f
+}
+
+func (f *fakeStore) put(h *store.Host) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hosts[h.Name] = h
+}
+
+func (f *fakeStore) remove(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.hosts, name)
+}
+
+func (f *fakeStore) Synced() bool { return f.synced }
+
+func (f *fakeStore) Host(name string) (*store.Host, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	h, ok := f.hosts[name]
+	return h, ok
+}
+
+func (f *fakeStore) Hosts(z string, fn func(*store.Host) bool) {
+	f.mu.RLock()
+	var hs []*store.Host
+	for _, h := range f.hosts {
+		if dns.IsSubDomain(z, h.Name) {
+			hs = append(hs, h)
+		}
+	}
+	f.mu.RUnlock()
+	for _, h := range hs {
+		if !fn(h) {
+			return
+		}
+	}
+}
+
+// host builds a store.Host: addresses with a ':' are AAAA targets.
+func host(name string, addrs ...string) *store.Host {
+	h := &store.Host{Name: name, Properties: map[string]string{}, Labels: map[string]string{}}
+	for _, a := range addrs {
+		ip := netip.MustParseAddr(a)
+		if ip.Is4() {
+			h.A = append(h.A, ip)
+		} else {
+			h.AAAA = append(h.AAAA, ip)
+		}
+	}
+	return h
+}
+
+func withProps(h *store.Host, kv ...string) *store.Host {
+	for i := 0; i < len(kv); i += 2 {
+		h.Properties[kv[i]] = kv[i+1]
+	}
+	return h
+}
+
+// fakePeer is another cluster's DNS server answering localtargets-<host>
+// from its own targets, on a real UDP socket.
+type fakePeer struct {
+	addr    string
+	srv     *dns.Server
+	mu      sync.Mutex
+	targets map[string][]string // host -> addresses
+	ttl     uint32
+	mode    string // "" answers; silent, servfail, refused, wrongid, wrongname, cname
+	queries atomic.Int64
+}
+
+func startPeer(t *testing.T, targets map[string][]string) *fakePeer {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &fakePeer{addr: pc.LocalAddr().String(), targets: targets, ttl: 30}
+	started := make(chan struct{})
+	p.srv = &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(p.serve), NotifyStartedFunc: func() { close(started) }}
+	go p.srv.ActivateAndServe()
+	<-started
+	t.Cleanup(func() { p.srv.Shutdown() })
+	return p
+}
+
+func (p *fakePeer) set(host string, addrs ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.targets[host] = addrs
+}
+
+func (p *fakePeer) setMode(m string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode = m
+}
+
+func (p *fakePeer) serve(w dns.ResponseWriter, r *dns.Msg) {
+	p.queries.Add(1)
+	p.mu.Lock()
+	mode, ttl := p.mode, p.ttl
+	q := r.Question[0]
+	h, isLT := strings.CutPrefix(strings.ToLower(q.Name), "localtargets-")
+	addrs, found := p.targets[h]
+	p.mu.Unlock()
+
+	m := new(dns.Msg)
+	m.SetReply(r)
+	switch mode {
+	case "silent":
+		return
+	case "servfail":
+		m.Rcode = dns.RcodeServerFailure
+		w.WriteMsg(m)
+		return
+	case "refused":
+		m.Rcode = dns.RcodeRefused
+		w.WriteMsg(m)
+		return
+	case "wrongid":
+		m.Id++
+	case "wrongname":
+		m.Question[0].Name = "other." + zone
+	case "cname":
+		m.Answer = append(m.Answer, &dns.CNAME{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: "x." + zone})
+		w.WriteMsg(m)
+		return
+	}
+	if !isLT || !found {
+		m.Rcode = dns.RcodeNameError
+		w.WriteMsg(m)
+		return
+	}
+	for _, a := range addrs {
+		ip := net.ParseIP(a)
+		switch {
+		case q.Qtype == dns.TypeA && ip.To4() != nil:
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip})
+		case q.Qtype == dns.TypeAAAA && ip.To4() == nil:
+			m.Answer = append(m.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip})
+		}
+	}
+	w.WriteMsg(m)
+}
+
+// next is the plugin after gslb (k8scrd): it answers the zone's SOA and
+// says NXDOMAIN to everything else; calls counts what fell through.
+type next struct{ calls atomic.Int64 }
+
+func (n *next) Name() string { return "k8scrd" }
+
+func (n *next) ServeDNS(_ context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	soa := test.SOA(zone + " 300 IN SOA ns1." + zone + " hostmaster." + zone + " 42 7200 1800 86400 60")
+	if r.Question[0].Qtype == dns.TypeSOA && r.Question[0].Name == zone {
+		m.Answer = []dns.RR{soa}
+		w.WriteMsg(m)
+		return dns.RcodeSuccess, nil
+	}
+	n.calls.Add(1)
+	m.Rcode = dns.RcodeNameError
+	m.Ns = []dns.RR{soa}
+	w.WriteMsg(m)
+	return dns.RcodeNameError, nil
+}
+
+// newGSLB parses a gslb block, wires the fake store and next plugin, and
+// starts the background loops.
+func newGSLB(t *testing.T, corefile string, st *fakeStore) (*GSLB, *next) {
+	t.Helper()
+	c := caddy.NewTestController("dns", corefile)
+	g, err := parse(c)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	n := &next{}
+	g.Next = n
+	g.store = st
+	g.start()
+	t.Cleanup(g.stop)
+	return g, n
+}
+
+func waitReady(t *testing.T, g *GSLB) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !g.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("gslb not ready after 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// eventually polls cond until it holds or 5s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type queryOpt func(m *dns.Msg, w *test.ResponseWriter)
+
+func from(ip string) queryOpt {
+	return func(_ *dns.Msg, w *test.ResponseWriter) { w.RemoteIP = ip }
+}
+
+func withECS(family uint16, addr string, bits uint8) queryOpt {
+	return func(m *dns.Msg, _ *test.ResponseWriter) {
+		o := m.IsEdns0()
+		if o == nil {
+			m.SetEdns0(4096, false)
+			o = m.IsEdns0()
+		}
+		o.Option = append(o.Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: family, SourceNetmask: bits, Address: net.ParseIP(addr)})
+	}
+}
+
+func ask(t *testing.T, g *GSLB, name string, qtype uint16, opts ...queryOpt) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	rw := &test.ResponseWriter{}
+	for _, o := range opts {
+		o(m, rw)
+	}
+	rec := dnstest.NewRecorder(rw)
+	if _, err := g.ServeDNS(context.Background(), rec, m); err != nil {
+		t.Fatalf("ServeDNS %s: %v", name, err)
+	}
+	if rec.Msg == nil {
+		t.Fatalf("no reply for %s", name)
+	}
+	return rec.Msg
+}
+
+// addrs returns the answer's addresses, sorted as returned.
+func addrs(m *dns.Msg) []string {
+	var out []string
+	for _, rr := range m.Answer {
+		switch x := rr.(type) {
+		case *dns.A:
+			out = append(out, x.A.String())
+		case *dns.AAAA:
+			out = append(out, x.AAAA.String())
+		}
+	}
+	return out
+}

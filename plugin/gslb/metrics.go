@@ -1,0 +1,89 @@
+package gslb
+
+import (
+	"github.com/coredns/coredns/plugin"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	// peerState is 1 for the state a peer is in and 0 for the others.
+	peerState = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "peer_state",
+		Help:      "Peer state (unknown, up, stale, down): 1 for the current state of each peer.",
+	}, []string{"zone", "peer", "state"})
+
+	peerQueryDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "peer_query_duration_seconds",
+		Help:      "Histogram of the time one localtargets query to a peer took, by result.",
+		Buckets:   plugin.TimeBuckets,
+	}, []string{"zone", "peer", "result"})
+
+	peerFailures = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "peer_failures_total",
+		Help:      "Counter of failed peer queries by reason (timeout, network, rcode, malformed, wrong_id, wrong_question, wrong_type).",
+	}, []string{"zone", "peer", "reason"})
+
+	peerTargetsDropped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "peer_targets_dropped_total",
+		Help:      "Counter of targets dropped from peer answers that carried more than the bounded number of targets.",
+	}, []string{"zone", "peer"})
+
+	answers = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "answers_total",
+		Help:      "Counter of GSLB answers by strategy and result (answer, nodata, servfail).",
+	}, []string{"zone", "strategy", "result"})
+
+	failovers = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "failovers_total",
+		Help:      "Counter of failover answers that did not come from the first primary tag, by the tag that answered (\"all\" when none had targets).",
+	}, []string{"zone", "tag"})
+
+	cacheMisses = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "cache_misses_total",
+		Help:      "Counter of client queries that found no cached answer of a peer and asked it on the query path.",
+	}, []string{"zone", "peer"})
+
+	discoveryRefreshes = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "discovery_refreshes_total",
+		Help:      "Counter of successful peer discoveries from the parent's NS delegation.",
+	}, []string{"zone"})
+
+	discoveryErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "discovery_errors_total",
+		Help:      "Counter of failed peer discoveries (parent unreachable or no delegation); the last good peer set is kept.",
+	}, []string{"zone"})
+
+	discoveredPeers = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "discovered_peers",
+		Help:      "Number of peers found in the parent's NS delegation (this cluster excluded).",
+	}, []string{"zone"})
+
+	parentLink = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "parent_link",
+		Help:      "1 when the parent's delegation of the zone includes this cluster's own name server, 0 when it does not.",
+	}, []string{"zone", "geotag"})
+)

@@ -1,0 +1,328 @@
+package gslb
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// state is what this cluster believes about a peer.
+type state int32
+
+const (
+	// stateUnknown: not asked yet. Failover never reads it as "no targets".
+	stateUnknown state = iota
+	// stateUp: the last query was answered.
+	stateUp
+	// stateStale: queries fail, the last answers are still believed until
+	// split_brain_threshold has passed since the last good answer.
+	stateStale
+	// stateDown: failing past split_brain_threshold, or never answered: the
+	// peer counts as having no targets.
+	stateDown
+)
+
+var stateNames = [...]string{"unknown", "up", "stale", "down"}
+
+func (s state) String() string { return stateNames[s] }
+
+// hostTargets is a peer's answer for one host, both families, as cached.
+// It is immutable once stored.
+type hostTargets struct {
+	a, aaaa   []netip.Addr
+	at        time.Time // when the peer answered
+	refreshAt time.Time
+}
+
+// cycleParallel bounds the concurrent queries to one peer in a refresh cycle.
+const cycleParallel = 8
+
+// peer is one other cluster: a geo tag and its name servers' addresses.
+type peer struct {
+	g     *GSLB
+	tag   string
+	addrs atomic.Pointer[[]string] // host:port
+	next  atomic.Uint32            // index of the address in use
+
+	cache sync.Map // lower-cased host -> *hostTargets
+
+	mu      sync.Mutex // serializes state changes
+	st      atomic.Int32
+	lastOK  atomic.Int64 // unix nanoseconds of the last good answer
+	lastErr atomic.Pointer[string]
+
+	// firstRound is set when a refresh cycle that started after the first
+	// walk of the declared hosts has finished, answered or not.
+	firstRound atomic.Bool
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+}
+
+func newPeer(g *GSLB, tag string, addrs []string) *peer {
+	p := &peer{g: g, tag: tag, kick: make(chan struct{}, 1)}
+	a := slices.Clone(addrs)
+	p.addrs.Store(&a)
+	for _, s := range stateNames {
+		peerState.WithLabelValues(g.zone, tag, s).Set(0)
+	}
+	peerState.WithLabelValues(g.zone, tag, stateUnknown.String()).Set(1)
+	return p
+}
+
+func (p *peer) addr() string {
+	a := *p.addrs.Load()
+	return a[int(p.next.Load())%len(a)]
+}
+
+// state returns the peer's state as of now: a stale peer whose last good
+// answer is older than split_brain_threshold reads as down even before the
+// background loop notices.
+func (p *peer) state(now time.Time) state {
+	s := state(p.st.Load())
+	if s == stateStale && now.Sub(time.Unix(0, p.lastOK.Load())) > p.g.splitBrain {
+		return stateDown
+	}
+	return s
+}
+
+// lookup returns the cached answer for host. miss is true when there is none
+// and the peer may be asked on the query path (it is up or not yet asked).
+func (p *peer) lookup(host string, now time.Time) (e *hostTargets, st state, miss bool) {
+	st = p.state(now)
+	if st == stateDown {
+		return nil, st, false
+	}
+	if v, ok := p.cache.Load(host); ok {
+		return v.(*hostTargets), st, false
+	}
+	return nil, st, st != stateStale
+}
+
+// fetch asks the peer for host's A and AAAA targets (in parallel), caches
+// the answer, and records the outcome in the peer's state. Callers go
+// through the singleflight group, so one (peer, host) has one query in
+// flight.
+func (p *peer) fetch(host string) (*hostTargets, error) {
+	g := p.g
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+
+	qname := g.prefix + host
+	var (
+		wg      sync.WaitGroup
+		aaaa    peerAnswer
+		errAAAA error
+	)
+	wg.Go(func() { aaaa, errAAAA = p.query(ctx, qname, dns.TypeAAAA) })
+	a, err := p.query(ctx, qname, dns.TypeA)
+	wg.Wait()
+	if err == nil {
+		err = errAAAA
+	}
+	if err != nil {
+		p.observe(err)
+		return nil, err
+	}
+
+	now := g.now()
+	ttl := g.refresh
+	for _, x := range []peerAnswer{a, aaaa} {
+		if x.ttlSet {
+			ttl = min(ttl, time.Duration(x.ttl)*time.Second)
+		}
+		if x.dropped > 0 {
+			peerTargetsDropped.WithLabelValues(g.zone, p.tag).Add(float64(x.dropped))
+		}
+	}
+	ttl = max(ttl, g.floor)
+	e := &hostTargets{a: a.addrs, aaaa: aaaa.addrs, at: now, refreshAt: now.Add(ttl)}
+	p.cache.Store(host, e)
+	p.observe(nil)
+	return e, nil
+}
+
+// query sends one plain localtargets query, the way k8gb peers ask each
+// other, over UDP with a TCP retry on truncation.
+func (p *peer) query(ctx context.Context, qname string, qtype uint16) (peerAnswer, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(qname, qtype)
+	addr := p.addr()
+	start := time.Now()
+
+	c := &dns.Client{Net: "udp", Timeout: p.g.timeout}
+	r, _, err := c.ExchangeContext(ctx, m, addr)
+	if err == nil && r.Truncated {
+		c.Net = "tcp"
+		r, _, err = c.ExchangeContext(ctx, m, addr)
+	}
+	var pa peerAnswer
+	if err == nil {
+		pa, err = parsePeerAnswer(m, r)
+	}
+	result := "ok"
+	if err != nil {
+		result = reasonOf(err)
+		peerFailures.WithLabelValues(p.g.zone, p.tag, result).Inc()
+		// The next query tries the peer's next name server.
+		p.next.Add(1)
+	}
+	peerQueryDuration.WithLabelValues(p.g.zone, p.tag, result).Observe(time.Since(start).Seconds())
+	return pa, err
+}
+
+// probe asks the peer about the zone itself when there is no host to ask
+// about: any well-formed answer shows that the peer answers.
+func (p *peer) probe() error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.g.timeout)
+	defer cancel()
+	_, err := p.query(ctx, p.g.prefix+p.g.zone, dns.TypeA)
+	return err
+}
+
+// observe moves the peer between states after an answer (err == nil) or a
+// failure. A change is logged once.
+func (p *peer) observe(err error) {
+	now := p.g.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := state(p.st.Load())
+	next := stateUp
+	if err == nil {
+		p.lastOK.Store(now.UnixNano())
+	} else {
+		s := err.Error()
+		p.lastErr.Store(&s)
+		switch old {
+		case stateUnknown, stateDown:
+			next = stateDown
+		default:
+			next = stateStale
+			if now.Sub(time.Unix(0, p.lastOK.Load())) > p.g.splitBrain {
+				next = stateDown
+			}
+		}
+	}
+	if next == old {
+		return
+	}
+	p.st.Store(int32(next))
+	peerState.WithLabelValues(p.g.zone, p.tag, old.String()).Set(0)
+	peerState.WithLabelValues(p.g.zone, p.tag, next.String()).Set(1)
+	switch next {
+	case stateUp:
+		log.Infof("Peer %s (%s) of %s is up", p.tag, p.addr(), p.g.zone)
+	case stateStale:
+		log.Warningf("Peer %s (%s) of %s is stale, its last answers are believed for %s: %v", p.tag, p.addr(), p.g.zone, p.g.splitBrain, err)
+	case stateDown:
+		log.Warningf("Peer %s (%s) of %s is down, it counts as having no targets: %v", p.tag, p.addr(), p.g.zone, err)
+	}
+}
+
+// run refreshes the peer's answers in the background until ctx is done.
+func (p *peer) run(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.kick:
+		}
+		p.cycle(ctx)
+		t.Reset(p.g.tick)
+	}
+}
+
+func (p *peer) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// cycle refreshes every declared host whose answer is due. The first due
+// host is asked alone: when the peer does not answer it, the cycle ends, so
+// a dead peer costs one timeout per cycle, not one per host.
+func (p *peer) cycle(ctx context.Context) {
+	g := p.g
+	walked := g.walked.Load()
+	defer func() {
+		if walked {
+			p.firstRound.Store(true)
+		}
+	}()
+
+	now := g.now()
+	var due []string
+	if hosts := g.declared.Load(); hosts != nil {
+		for _, h := range *hosts {
+			if v, ok := p.cache.Load(h); !ok || !now.Before(v.(*hostTargets).refreshAt) {
+				due = append(due, h)
+			}
+		}
+	}
+	if len(due) == 0 {
+		if state(p.st.Load()) != stateUp {
+			p.observe(p.probe())
+		}
+		return
+	}
+	if _, err := p.fetchShared(due[0]); err != nil {
+		return
+	}
+
+	var (
+		wg     sync.WaitGroup
+		failed atomic.Bool
+		sem    = make(chan struct{}, cycleParallel)
+	)
+	for _, h := range due[1:] {
+		if failed.Load() || ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := p.fetchShared(h); err != nil {
+				failed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// fetchShared is fetch through the singleflight group shared with the
+// query path.
+func (p *peer) fetchShared(host string) (*hostTargets, error) {
+	v, err, _ := p.g.flight.Do(p.tag+"\x00"+host, func() (any, error) { return p.fetch(host) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*hostTargets), nil
+}
+
+// forget drops cached answers for hosts that are no longer declared.
+func (p *peer) forget(declared map[string]struct{}) {
+	p.cache.Range(func(k, _ any) bool {
+		if _, ok := declared[k.(string)]; !ok {
+			p.cache.Delete(k)
+		}
+		return true
+	})
+}
+
+func (p *peer) stop() {
+	if p.cancel != nil {
+		p.cancel()
+	}
+	for _, s := range stateNames {
+		peerState.DeleteLabelValues(p.g.zone, p.tag, s)
+	}
+}

@@ -1,0 +1,154 @@
+package gslb
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fleetdns/fleetdns/internal/store"
+)
+
+// start begins the background work: the walk of the declared hosts, the
+// peers' refresh loops and the discovery from the parent.
+func (g *GSLB) start() {
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.setPeers(nil)
+	go g.runWalk(g.ctx)
+	if g.disc != nil {
+		go g.runDiscovery(g.ctx)
+	}
+}
+
+func (g *GSLB) stop() {
+	if g.cancel != nil {
+		g.cancel()
+	}
+	for _, p := range g.peers.Load().list {
+		p.stop()
+	}
+}
+
+// setPeers makes the peer set the static peers plus the discovered ones
+// (a static peer wins over a discovered one with the same tag; this
+// cluster's own tag is never a peer). Peers that stay keep their cached
+// answers and state; new ones start unknown and are asked at once.
+func (g *GSLB) setPeers(discovered map[string][]string) {
+	g.peersMu.Lock()
+	defer g.peersMu.Unlock()
+
+	want := map[string][]string{}
+	for tag, a := range discovered {
+		if tag != g.geotag && len(a) > 0 {
+			want[tag] = a
+		}
+	}
+	maps.Copy(want, g.static)
+
+	old := g.peers.Load()
+	ps := &peerSet{byTag: make(map[string]*peer, len(want))}
+	for _, tag := range slices.Sorted(maps.Keys(want)) {
+		addrs := want[tag]
+		p := old.byTag[tag]
+		switch {
+		case p == nil:
+			p = newPeer(g, tag, addrs)
+			if g.ctx != nil {
+				var ctx context.Context
+				ctx, p.cancel = context.WithCancel(g.ctx)
+				go p.run(ctx)
+			}
+		case !slices.Equal(*p.addrs.Load(), addrs):
+			a := slices.Clone(addrs)
+			p.addrs.Store(&a)
+			p.wake()
+		}
+		ps.byTag[tag] = p
+		ps.list = append(ps.list, p)
+	}
+	g.peers.Store(ps)
+	for tag, p := range old.byTag {
+		if _, ok := ps.byTag[tag]; !ok {
+			log.Infof("Peer %s of %s is gone", tag, g.zone)
+			p.stop()
+		}
+	}
+}
+
+// runWalk keeps the list of the zone's GSLB hosts that the peer loops
+// prefetch, so that steady-state queries wait on no peer.
+func (g *GSLB) runWalk(ctx context.Context) {
+	interval := min(g.refresh, 5*time.Second)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		g.walk()
+		t.Reset(interval)
+	}
+}
+
+// walk reads the declared hosts of the zone from the store snapshot, logs
+// invalid per-host policies once, and on a change drops the answers of
+// hosts that are gone and wakes the peers to ask about new ones.
+func (g *GSLB) walk() {
+	if g.store == nil || !g.store.Synced() {
+		return
+	}
+	var names []string
+	g.store.Hosts(g.zone, func(h *store.Host) bool {
+		if !g.isGSLBHost(h) {
+			return true
+		}
+		names = append(names, h.Name)
+		_, errs := hostPolicy(&g.defaults, h.Properties, h.Labels)
+		if len(errs) == 0 {
+			g.badPol.Delete(h.Name)
+			return true
+		}
+		msg := fmt.Sprint(errs)
+		if v, ok := g.badPol.Load(h.Name); !ok || v.(string) != msg {
+			g.badPol.Store(h.Name, msg)
+			log.Warningf("Host %s has invalid GSLB properties, the defaults apply: %s", h.Name, msg)
+		}
+		return true
+	})
+	slices.Sort(names)
+	names = slices.Compact(names)
+
+	old := g.declared.Load()
+	if old != nil && slices.Equal(*old, names) {
+		g.walked.Store(true)
+		return
+	}
+	g.declared.Store(&names)
+	g.walked.Store(true)
+	set := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		set[n] = struct{}{}
+	}
+	for _, p := range g.peers.Load().list {
+		p.forget(set)
+		p.wake()
+	}
+}
+
+// isGSLBHost: a name the store declares in the zone, not written by the
+// k8gb operator (served as written), not a literal localtargets name, not
+// the apex and not one of the zone's name servers.
+func (g *GSLB) isGSLBHost(h *store.Host) bool {
+	name := h.Name
+	if h.Verbatim || name == g.zone || !strings.HasSuffix(name, "."+g.zone) {
+		return false
+	}
+	if strings.HasPrefix(name, g.prefix) {
+		return false
+	}
+	return g.ns == nil || !g.ns.match(name)
+}

@@ -1,0 +1,339 @@
+package gslb
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	"github.com/fleetdns/fleetdns/internal/store"
+
+	"github.com/oschwald/maxminddb-golang/v2"
+)
+
+func init() { plugin.Register(pluginName, setup) }
+
+func setup(c *caddy.Controller) error {
+	g, err := parse(c)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+
+	// Do this in OnStartup, so all plugins have been initialized.
+	c.OnStartup(func() error {
+		h := dnsserver.GetConfig(c).Handler("k8scrd")
+		if h == nil {
+			return plugin.Error(pluginName, errors.New("k8scrd plugin not loaded"))
+		}
+		p, ok := h.(store.Provider)
+		if !ok {
+			return plugin.Error(pluginName, errors.New("k8scrd plugin does not implement store.Provider"))
+		}
+		g.store = p.Store()
+		// This cluster's own contribution: the healthy targets from
+		// localtargets when it is in the block, else the store's.
+		if lt, ok := dnsserver.GetConfig(c).Handler("localtargets").(store.Targets); ok {
+			g.local = lt
+		}
+		g.start()
+		return nil
+	})
+	c.OnShutdown(func() error {
+		g.stop()
+		return nil
+	})
+
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		g.Next = next
+		return g
+	})
+	return nil
+}
+
+func parse(c *caddy.Controller) (*GSLB, error) {
+	var g *GSLB
+	for c.Next() { // gslb
+		if g != nil {
+			return nil, c.Err("gslb can be used once per server block")
+		}
+		zones := plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		if len(zones) != 1 {
+			return nil, c.Errf("gslb takes exactly one zone, got %d", len(zones))
+		}
+		g = New(strings.ToLower(zones[0]))
+		pattern := defaultNSPattern
+		var mmdbPath, mmdbField string
+
+		for c.NextBlock() {
+			switch c.Val() {
+			case "geotag":
+				args := c.RemainingArgs()
+				if len(args) != 1 {
+					return nil, c.ArgErr()
+				}
+				g.geotag = args[0]
+			case "peer":
+				args := c.RemainingArgs()
+				if len(args) < 2 {
+					return nil, c.ArgErr()
+				}
+				tag := args[0]
+				if _, dup := g.static[tag]; dup {
+					return nil, c.Errf("peer %s given twice", tag)
+				}
+				for _, a := range args[1:] {
+					hp, err := hostPort(a, "53")
+					if err != nil {
+						return nil, c.Errf("peer %s: %v", tag, err)
+					}
+					g.static[tag] = append(g.static[tag], hp)
+				}
+			case "peers_from_ns":
+				if g.disc != nil {
+					return nil, c.Err("peers_from_ns given twice")
+				}
+				args := c.RemainingArgs()
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				g.disc = &discovery{refresh: 2 * time.Hour, port: "53"}
+				for _, a := range args {
+					hp, err := hostPort(a, "53")
+					if err != nil {
+						return nil, c.Errf("peers_from_ns: %v", err)
+					}
+					g.disc.servers = append(g.disc.servers, hp)
+				}
+				for c.NextBlock() {
+					switch c.Val() {
+					case "pattern":
+						args := c.RemainingArgs()
+						if len(args) != 1 {
+							return nil, c.ArgErr()
+						}
+						pattern = args[0]
+					case "refresh":
+						d, err := duration(c, time.Second)
+						if err != nil {
+							return nil, err
+						}
+						g.disc.refresh = d
+					case "port":
+						args := c.RemainingArgs()
+						if len(args) != 1 {
+							return nil, c.ArgErr()
+						}
+						if n, err := strconv.Atoi(args[0]); err != nil || n < 1 || n > 65535 {
+							return nil, c.Errf("bad port %q", args[0])
+						}
+						g.disc.port = args[0]
+					default:
+						return nil, c.Errf("unknown property %q in peers_from_ns", c.Val())
+					}
+				}
+			case "strategy":
+				args := c.RemainingArgs()
+				if len(args) != 1 {
+					return nil, c.ArgErr()
+				}
+				s, ok := strategyName(args[0])
+				if !ok {
+					return nil, c.Errf("unknown strategy %q, want roundRobin, failover, geoip or weighted", args[0])
+				}
+				g.defaults.strategy = s
+			case "primary":
+				args := c.RemainingArgs()
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				g.defaults.primary = args
+			case "weight":
+				args := c.RemainingArgs()
+				if len(args) == 0 || len(args)%2 != 0 {
+					return nil, c.Errf("weight wants TAG N pairs")
+				}
+				if g.defaults.weights == nil {
+					g.defaults.weights = map[string]int{}
+				}
+				for i := 0; i < len(args); i += 2 {
+					n, err := strconv.Atoi(args[i+1])
+					if err != nil || n < 0 {
+						return nil, c.Errf("bad weight %q for %s", args[i+1], args[i])
+					}
+					g.defaults.weights[args[i]] = n
+				}
+			case "geo":
+				args := c.RemainingArgs()
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				if g.geo == nil {
+					g.geo = &geoResolver{values: map[string]string{}}
+				}
+				switch args[0] {
+				case "cidr":
+					if len(args) != 3 {
+						return nil, c.ArgErr()
+					}
+					p, err := netip.ParsePrefix(args[1])
+					if err != nil {
+						return nil, c.Errf("geo cidr: %v", err)
+					}
+					g.geo.cidrs = append(g.geo.cidrs, cidrTag{prefix: p.Masked(), tag: args[2]})
+				case "mmdb":
+					if len(args) != 3 {
+						return nil, c.ArgErr()
+					}
+					if mmdbPath != "" {
+						return nil, c.Err("geo mmdb given twice")
+					}
+					mmdbPath, mmdbField = args[1], args[2]
+				case "map":
+					if len(args) != 3 {
+						return nil, c.ArgErr()
+					}
+					g.geo.values[args[1]] = args[2]
+				case "metadata":
+					if len(args) != 2 {
+						return nil, c.ArgErr()
+					}
+					g.geo.metaKey = args[1]
+				default:
+					return nil, c.Errf("unknown geo source %q, want cidr, mmdb, map or metadata", args[0])
+				}
+			case "ttl":
+				args := c.RemainingArgs()
+				if len(args) != 1 {
+					return nil, c.ArgErr()
+				}
+				n, err := strconv.ParseUint(args[0], 10, 32)
+				if err != nil {
+					return nil, c.Errf("bad ttl %q", args[0])
+				}
+				g.defaults.ttl = uint32(n)
+			case "timeout":
+				d, err := duration(c, time.Millisecond)
+				if err != nil {
+					return nil, err
+				}
+				g.timeout = d
+			case "refresh":
+				d, err := duration(c, 100*time.Millisecond)
+				if err != nil {
+					return nil, err
+				}
+				g.refresh = d
+			case "split_brain_threshold":
+				d, err := duration(c, 0)
+				if err != nil {
+					return nil, err
+				}
+				g.splitBrain = d
+			case "explain":
+				args := c.RemainingArgs()
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				g.explain = nil
+				for _, a := range args {
+					if a == "none" {
+						continue
+					}
+					p, err := netip.ParsePrefix(a)
+					if err != nil {
+						ip, err2 := netip.ParseAddr(a)
+						if err2 != nil {
+							return nil, c.Errf("explain: %v", err)
+						}
+						p = netip.PrefixFrom(ip, ip.BitLen())
+					}
+					g.explain = append(g.explain, p.Masked())
+				}
+			case "prefix":
+				args := c.RemainingArgs()
+				if len(args) != 1 {
+					return nil, c.ArgErr()
+				}
+				g.prefix = strings.ToLower(args[0])
+			default:
+				return nil, c.Errf("unknown property %q", c.Val())
+			}
+		}
+
+		if g.geotag == "" {
+			return nil, c.Err("geotag is required")
+		}
+		delete(g.static, g.geotag) // this cluster is never its own peer
+		ns, err := newNSPattern(pattern, g.zone)
+		if err != nil {
+			return nil, c.Err(err.Error())
+		}
+		g.ns = ns
+		if mmdbPath != "" {
+			r, err := maxminddb.Open(mmdbPath)
+			if err != nil {
+				return nil, c.Errf("geo mmdb: %v", err)
+			}
+			g.geo.mmdb, g.geo.mmdbSrc = r, mmdbPath
+			for f := range strings.SplitSeq(mmdbField, ".") {
+				if n, err := strconv.Atoi(f); err == nil {
+					g.geo.field = append(g.geo.field, n)
+				} else {
+					g.geo.field = append(g.geo.field, f)
+				}
+			}
+		}
+		if g.geo != nil {
+			// Most specific CIDR first.
+			slices.SortStableFunc(g.geo.cidrs, func(a, b cidrTag) int { return b.prefix.Bits() - a.prefix.Bits() })
+		}
+		if g.defaults.strategy == geoip && g.geo == nil {
+			return nil, c.Err("strategy geoip needs a geo source (geo cidr, geo mmdb or geo metadata)")
+		}
+	}
+	g.derive()
+	return g, nil
+}
+
+// derive sets the timings that follow from refresh.
+func (g *GSLB) derive() {
+	// No answer is refreshed more often than once a second (or refresh,
+	// when that is shorter), whatever TTL the peer gives.
+	g.floor = min(time.Second, g.refresh)
+	g.tick = max(min(g.refresh/2, time.Second), 50*time.Millisecond)
+}
+
+func duration(c *caddy.Controller, least time.Duration) (time.Duration, error) {
+	name := c.Val()
+	args := c.RemainingArgs()
+	if len(args) != 1 {
+		return 0, c.ArgErr()
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		return 0, c.Errf("bad %s %q: %v", name, args[0], err)
+	}
+	if d < least {
+		return 0, c.Errf("%s %s is below %s", name, d, least)
+	}
+	return d, nil
+}
+
+// hostPort normalizes ADDRESS[:PORT] (an IP address; IPv6 with a port in
+// brackets) to host:port.
+func hostPort(s, port string) (string, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.String(), nil
+	}
+	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return net.JoinHostPort(a.String(), port), nil
+	}
+	return "", fmt.Errorf("%q is not an IP address with an optional port", s)
+}

@@ -1,0 +1,149 @@
+package gslb
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+)
+
+func TestParse(t *testing.T) {
+	g, err := parse(caddy.NewTestController("dns", `gslb gslb.example.com {
+		geotag eu
+		peer us 127.0.0.2 127.0.0.3:1053
+		peer ap [::1]:5353
+		peers_from_ns 127.0.0.10 127.0.0.11:1053 {
+			pattern ns-{geotag}.{zone}
+			refresh 1s
+			port 1053
+		}
+		strategy failover
+		primary eu us ap
+		weight eu 80 us 20 ap 0
+		geo cidr 10.1.0.0/16 eu
+		geo cidr 10.1.2.0/24 us
+		geo map EU eu
+		geo metadata geoip/continent/code
+		ttl 15
+		timeout 250ms
+		refresh 5s
+		split_brain_threshold 20s
+		explain 127.0.0.0/8 10.0.0.1
+		prefix lt-
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.zone != "gslb.example.com." || g.geotag != "eu" {
+		t.Errorf("zone %q geotag %q", g.zone, g.geotag)
+	}
+	if got := strings.Join(g.static["us"], " "); got != "127.0.0.2:53 127.0.0.3:1053" {
+		t.Errorf("peer us: %s", got)
+	}
+	if got := strings.Join(g.static["ap"], " "); got != "[::1]:5353" {
+		t.Errorf("peer ap: %s", got)
+	}
+	if d := g.disc; d == nil || d.refresh != time.Second || d.port != "1053" || strings.Join(d.servers, " ") != "127.0.0.10:53 127.0.0.11:1053" {
+		t.Errorf("peers_from_ns: %+v", d)
+	}
+	if tag, ok := g.ns.tag("ns-us.gslb.example.com."); !ok || tag != "us" {
+		t.Errorf("pattern: tag %q ok %v", tag, ok)
+	}
+	if g.defaults.strategy != failover || strings.Join(g.defaults.primary, ",") != "eu,us,ap" {
+		t.Errorf("strategy %s primary %v", g.defaults.strategy, g.defaults.primary)
+	}
+	if g.defaults.weights["eu"] != 80 || g.defaults.weights["ap"] != 0 || len(g.defaults.weights) != 3 {
+		t.Errorf("weights %v", g.defaults.weights)
+	}
+	if len(g.geo.cidrs) != 2 || g.geo.cidrs[0].tag != "us" {
+		t.Errorf("cidrs not most specific first: %v", g.geo.cidrs)
+	}
+	if g.geo.values["EU"] != "eu" || g.geo.metaKey != "geoip/continent/code" {
+		t.Errorf("geo map/metadata: %+v", g.geo)
+	}
+	if g.defaults.ttl != 15 || g.timeout != 250*time.Millisecond || g.refresh != 5*time.Second || g.splitBrain != 20*time.Second {
+		t.Errorf("ttl %d timeout %s refresh %s split brain %s", g.defaults.ttl, g.timeout, g.refresh, g.splitBrain)
+	}
+	if len(g.explain) != 2 || g.explain[1].String() != "10.0.0.1/32" || g.prefix != "lt-" {
+		t.Errorf("explain %v prefix %q", g.explain, g.prefix)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	g, err := parse(caddy.NewTestController("dns", "gslb gslb.example.com {\n geotag eu\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.defaults.strategy != roundRobin || g.defaults.ttl != 30 || g.timeout != time.Second ||
+		g.refresh != 30*time.Second || g.splitBrain != time.Minute || g.prefix != "localtargets-" || g.disc != nil {
+		t.Errorf("defaults: %+v", g)
+	}
+	if tag, ok := g.ns.tag("gslb-ns-us.gslb.example.com."); !ok || tag != "us" {
+		t.Errorf("default pattern: %q %v", tag, ok)
+	}
+	// k8gb: gslb-ns-<geotag>-<zone with dashes>.<parent>
+	if tag, ok := g.ns.tag("gslb-ns-us-west-gslb-example-com.example.com."); !ok || tag != "us-west" {
+		t.Errorf("k8gb pattern: %q %v", tag, ok)
+	}
+	if tag, ok := g.ns.tag("gslb-ns-ap-gslb.example.com."); !ok || tag != "ap" {
+		t.Errorf("k8gb short pattern: %q %v", tag, ok)
+	}
+	if _, ok := g.ns.tag("app.gslb.example.com."); ok {
+		t.Error("app matched the name server pattern")
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct{ input, want string }{
+		{"gslb gslb.example.com {\n}", "geotag is required"},
+		{"gslb a.example b.example {\n geotag eu\n}", "exactly one zone"},
+		{"gslb gslb.example.com {\n geotag eu\n bogus 1\n}", `unknown property "bogus"`},
+		{"gslb gslb.example.com {\n geotag eu\n strategy nearest\n}", `unknown strategy "nearest"`},
+		{"gslb gslb.example.com {\n geotag eu\n strategy geoip\n}", "needs a geo source"},
+		{"gslb gslb.example.com {\n geotag eu\n peer us\n}", "Wrong argument count"},
+		{"gslb gslb.example.com {\n geotag eu\n peer us not-an-ip\n}", "not an IP address"},
+		{"gslb gslb.example.com {\n geotag eu\n peer us 127.0.0.2\n peer us 127.0.0.3\n}", "given twice"},
+		{"gslb gslb.example.com {\n geotag eu\n weight eu\n}", "TAG N pairs"},
+		{"gslb gslb.example.com {\n geotag eu\n weight eu -1\n}", "bad weight"},
+		{"gslb gslb.example.com {\n geotag eu\n geo cidr 10.0.0.0/33 eu\n}", "geo cidr"},
+		{"gslb gslb.example.com {\n geotag eu\n geo mmdb /nonexistent.mmdb continent.code\n}", "geo mmdb"},
+		{"gslb gslb.example.com {\n geotag eu\n geo ip 1 2\n}", `unknown geo source "ip"`},
+		{"gslb gslb.example.com {\n geotag eu\n ttl -5\n}", "bad ttl"},
+		{"gslb gslb.example.com {\n geotag eu\n timeout soon\n}", "bad timeout"},
+		{"gslb gslb.example.com {\n geotag eu\n refresh 1ms\n}", "below"},
+		{"gslb gslb.example.com {\n geotag eu\n explain everyone\n}", "explain"},
+		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns 127.0.0.1 {\n refresh 10ms\n }\n}", "below"},
+		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns 127.0.0.1 {\n pattern ns.{zone}\n }\n}", "{geotag} once"},
+		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns 127.0.0.1 {\n port 70000\n }\n}", "bad port"},
+		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns 127.0.0.1 {\n tls\n }\n}", `unknown property "tls" in peers_from_ns`},
+		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns\n}", "Wrong argument count"},
+	} {
+		_, err := parse(caddy.NewTestController("dns", c.input))
+		if err == nil {
+			t.Errorf("%q: no error, want %q", c.input, c.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %q, want it to say %q", c.input, err, c.want)
+		}
+	}
+}
+
+func TestHostPolicyFromProperties(t *testing.T) {
+	def := &policy{strategy: roundRobin, ttl: 30}
+	pol, errs := hostPolicy(def, map[string]string{
+		propStrategy: "Failover", propPrimary: "us, eu", propWeight: "eu=80,us=20,ap=0", propTTL: "7",
+	}, nil)
+	if len(errs) != 0 || pol.strategy != failover || strings.Join(pol.primary, ",") != "us,eu" ||
+		pol.weights["eu"] != 80 || pol.weights["ap"] != 0 || !pol.ttlSet || pol.ttl != 7 {
+		t.Errorf("policy %+v errs %v", pol, errs)
+	}
+	if pol, _ := hostPolicy(def, nil, nil); pol != def {
+		t.Error("no properties should share the defaults")
+	}
+	pol, errs = hostPolicy(def, map[string]string{propStrategy: "nearest", propWeight: "eu:1", propTTL: "x"}, nil)
+	if len(errs) != 3 || pol.strategy != roundRobin || pol.ttlSet {
+		t.Errorf("invalid properties: policy %+v errs %v", pol, errs)
+	}
+}

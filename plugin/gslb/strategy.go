@@ -1,0 +1,280 @@
+package gslb
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Strategy names, as written in the Corefile and in gslb/strategy.
+const (
+	roundRobin = "roundRobin"
+	failover   = "failover"
+	geoip      = "geoip"
+	weighted   = "weighted"
+)
+
+// Endpoint providerSpecific properties and the k8gb endpoint label.
+const (
+	propStrategy = "gslb/strategy"
+	propPrimary  = "gslb/primary"
+	propWeight   = "gslb/weight"
+	propTTL      = "gslb/ttl"
+	labelK8gb    = "strategy"
+)
+
+func strategyName(s string) (string, bool) {
+	switch strings.ToLower(s) {
+	case "roundrobin", "round_robin":
+		return roundRobin, true
+	case failover:
+		return failover, true
+	case geoip:
+		return geoip, true
+	case weighted:
+		return weighted, true
+	}
+	return "", false
+}
+
+// policy is how the answer for a host is chosen.
+type policy struct {
+	strategy string
+	primary  []string
+	weights  map[string]int
+	ttl      uint32
+	ttlSet   bool
+}
+
+// hostPolicy overrides the Corefile defaults with the host's own properties.
+// Invalid values keep the default and are returned as errors for the
+// background walk to log; the query path ignores them.
+func hostPolicy(def *policy, props, labels map[string]string) (*policy, []error) {
+	s, hasS := props[propStrategy]
+	if !hasS {
+		s, hasS = labels[labelK8gb]
+	}
+	pr, hasP := props[propPrimary]
+	w, hasW := props[propWeight]
+	t, hasT := props[propTTL]
+	if !hasS && !hasP && !hasW && !hasT {
+		return def, nil
+	}
+	pol := *def
+	var errs []error
+	if hasS {
+		if name, ok := strategyName(s); ok {
+			pol.strategy = name
+		} else {
+			errs = append(errs, fmt.Errorf("unknown strategy %q", s))
+		}
+	}
+	if hasP {
+		pol.primary = nil
+		for f := range strings.SplitSeq(pr, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				pol.primary = append(pol.primary, f)
+			}
+		}
+	}
+	if hasW {
+		ws, err := parseWeights(w)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			pol.weights = ws
+		}
+	}
+	if hasT {
+		n, err := strconv.ParseUint(strings.TrimSpace(t), 10, 32)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bad %s %q", propTTL, t))
+		} else {
+			pol.ttl, pol.ttlSet = uint32(n), true
+		}
+	}
+	return &pol, errs
+}
+
+// parseWeights reads "eu=80,us=20,ap=0".
+func parseWeights(s string) (map[string]int, error) {
+	ws := map[string]int{}
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		tag, n, ok := strings.Cut(f, "=")
+		if !ok {
+			return nil, fmt.Errorf("bad weight %q, want TAG=N", f)
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("bad weight %q, want a number >= 0", f)
+		}
+		ws[strings.TrimSpace(tag)] = v
+	}
+	return ws, nil
+}
+
+// tagView is one cluster's contribution to an answer: this cluster's own
+// targets or a peer's (cached) answer.
+type tagView struct {
+	tag     string
+	self    bool
+	peer    *peer
+	state   state
+	a, aaaa []netip.Addr
+	age     float64 // seconds since the peer answered; 0 for self
+	miss    bool    // no cached answer, the peer may be asked now
+}
+
+// hasTargets: A or AAAA together, so a dual-stack client is never split
+// across clusters.
+func (v *tagView) hasTargets() bool { return len(v.a)+len(v.aaaa) > 0 }
+
+func findTag(views []tagView, tag string) int {
+	for i := range views {
+		if views[i].tag == tag {
+			return i
+		}
+	}
+	return -1
+}
+
+// Why an answer was chosen, for the explain record.
+const (
+	whyPrimary     = "first primary tag with targets"
+	whyNoPrimary   = "no primary tag has targets: all targets"
+	whyUnknown     = "a primary tag ahead of the ones with targets is not asked yet: SERVFAIL"
+	whyAll         = "all targets"
+	whyDrawn       = "drawn by weight"
+	whyNoWeighted  = "no tag with weight > 0 has targets: all targets"
+	whyClientTag   = "the client's tag has targets"
+	whyClientEmpty = "the client's tag has no targets: all targets"
+	whyClientNoTag = "no geo tag for the client: all targets"
+)
+
+// decision is what a strategy chose.
+type decision struct {
+	strategy string
+	chosen   int // index of the tag whose targets answer; -1: all targets
+	why      string
+	unknown  bool // failover met a primary that is not asked yet
+	// geo: the client's tag and the prefix length the answer holds for
+	// (ECS scope); clientDependent is false for answers that are the same
+	// for every client.
+	geoTag          string
+	scope           int
+	clientDependent bool
+}
+
+// decide applies the host's strategy to the tags' targets.
+func (g *GSLB) decide(pol *policy, views []tagView, cl *client) decision {
+	d := decision{strategy: pol.strategy, chosen: -1}
+	switch pol.strategy {
+	case failover:
+		order := pol.primary
+		if len(order) == 0 {
+			// No primary: this cluster first, then the peers in tag order.
+			for i := range views {
+				if views[i].hasTargets() {
+					d.chosen, d.why = i, whyPrimary
+					return d
+				}
+				if views[i].state == stateUnknown {
+					d.unknown, d.why = true, whyUnknown
+					return d
+				}
+			}
+			d.why = whyNoPrimary
+			return d
+		}
+		for _, tag := range order {
+			i := findTag(views, tag)
+			if i < 0 {
+				continue // not a cluster we know: no targets
+			}
+			if views[i].hasTargets() {
+				d.chosen, d.why = i, whyPrimary
+				return d
+			}
+			if views[i].state == stateUnknown {
+				d.unknown, d.why = true, whyUnknown
+				return d
+			}
+		}
+		d.why = whyNoPrimary
+	case weighted:
+		total := 0
+		for i := range views {
+			if views[i].hasTargets() {
+				total += weightOf(pol, views[i].tag)
+			}
+		}
+		if total == 0 {
+			d.why = whyNoWeighted
+			return d
+		}
+		n := rand.IntN(total)
+		for i := range views {
+			if !views[i].hasTargets() {
+				continue
+			}
+			if n -= weightOf(pol, views[i].tag); n < 0 {
+				d.chosen, d.why = i, whyDrawn
+				return d
+			}
+		}
+	case geoip:
+		d.clientDependent = true
+		tag, scope, ok := g.geo.lookup(cl)
+		d.geoTag, d.scope = tag, scope
+		if !ok {
+			d.why = whyClientNoTag
+			return d
+		}
+		if i := findTag(views, tag); i >= 0 && views[i].hasTargets() {
+			d.chosen, d.why = i, whyClientTag
+			return d
+		}
+		d.why = whyClientEmpty
+	default: // roundRobin
+		d.why = whyAll
+	}
+	return d
+}
+
+// weightOf is the tag's weight; with no weights configured every tag
+// weighs the same, and a tag missing from a weight list weighs 0.
+func weightOf(pol *policy, tag string) int {
+	if len(pol.weights) == 0 {
+		return 1
+	}
+	return pol.weights[tag]
+}
+
+// targets returns the addresses of the asked family under d: the chosen
+// tag's, or every tag's de-duplicated.
+func targets(views []tagView, d decision, aaaa bool) []netip.Addr {
+	pick := func(v *tagView) []netip.Addr {
+		if aaaa {
+			return v.aaaa
+		}
+		return v.a
+	}
+	if d.chosen >= 0 {
+		return pick(&views[d.chosen])
+	}
+	var out []netip.Addr
+	for i := range views {
+		for _, a := range pick(&views[i]) {
+			if !containsAddr(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
