@@ -3,5 +3,6 @@
 package main
 
 import (
+	_ "github.com/fleetdns/fleetdns/plugin/gslb"
 	_ "github.com/fleetdns/fleetdns/plugin/splitdns"
 )
