@@ -133,7 +133,7 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				if slices.ContainsFunc(s.cfg.routes, func(r zoneRoute) bool { return r.zone == zone }) {
 					return nil, kd, c.Errf("route: zone %s is routed twice", zone)
 				}
-				addrs, err := upstreams(c, args[1:], s.cfg.listener)
+				addrs, err := upstreams(c, "route "+zone, args[1:], s.cfg.listener)
 				if err != nil {
 					return nil, kd, err
 				}
@@ -146,7 +146,7 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				if s.cfg.def != nil || s.cfg.resolv != nil {
 					return nil, kd, c.Errf("default: only one of 'default' and 'resolv' may be given")
 				}
-				addrs, err := upstreams(c, args, s.cfg.listener)
+				addrs, err := upstreams(c, "default", args, s.cfg.listener)
 				if err != nil {
 					return nil, kd, err
 				}
@@ -169,7 +169,7 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				if len(rc.Servers) == 0 {
 					return nil, kd, c.Errf("resolv: no nameserver lines in %s", path)
 				}
-				addrs, err := upstreams(c, rc.Servers, s.cfg.listener)
+				addrs, err := upstreams(c, "resolv "+path, rc.Servers, s.cfg.listener)
 				if err != nil {
 					return nil, kd, err
 				}
@@ -268,10 +268,10 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 
 // upstreams normalizes UPSTREAM arguments (ip, ip:port, dns://, tls://) and
 // refuses any that is this server itself, naming the Corefile line.
-func upstreams(c *caddy.Controller, args []string, l listener) ([]string, error) {
+func upstreams(c *caddy.Controller, what string, args []string, l listener) ([]string, error) {
 	addrs, err := parse.HostPortOrFile(args...)
 	if err != nil {
-		return nil, c.Errf("%s: %v", c.Val(), err)
+		return nil, c.Errf("%s: %v", what, err)
 	}
 	for i, a := range addrs {
 		trans, hostport := parse.Transport(a)
@@ -280,10 +280,10 @@ func upstreams(c *caddy.Controller, args []string, l listener) ([]string, error)
 			addrs[i] = hostport
 		case transport.TLS:
 		default:
-			return nil, c.Errf("%s: %s: only dns:// and tls:// upstreams are supported", c.Val(), a)
+			return nil, c.Errf("%s: %s: only dns:// and tls:// upstreams are supported", what, a)
 		}
 		if err := l.self(addrs[i]); err != nil {
-			return nil, c.Errf("%s: %v: forwarding there would loop", c.Val(), err)
+			return nil, c.Errf("%s: %v; forwarding there would loop", what, err)
 		}
 	}
 	return addrs, nil
