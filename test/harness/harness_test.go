@@ -1,0 +1,112 @@
+package harness
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+const zone = `$ORIGIN example.org.
+@	3600 IN SOA ns1.example.org. hostmaster.example.org. 1 7200 3600 1209600 300
+	3600 IN NS ns1.example.org.
+ns1	3600 IN A 192.0.2.53
+www	300 IN A 192.0.2.1
+`
+
+func TestCorefileDNSAddr(t *testing.T) {
+	for _, tc := range []struct{ corefile, want string }{
+		{"example.org {\n bind 127.1.2.3\n}", "127.1.2.3:53"},
+		{"# c\nexample.org:1053 {\n bind 127.1.2.3\n}", "127.1.2.3:1053"},
+		{"dns://.:5300 example.net {\n bind 127.1.2.3 ::1\n}", "127.1.2.3:5300"},
+		{"example.org {\n whoami\n}", ""},
+	} {
+		if got := corefileDNSAddr(tc.corefile); got != tc.want {
+			t.Errorf("corefileDNSAddr(%q) = %q, want %q", tc.corefile, got, tc.want)
+		}
+	}
+}
+
+func TestNewIPIsUniqueAndBindable(t *testing.T) {
+	seen := map[string]bool{}
+	for range 20 {
+		ip := NewIP(t)
+		if seen[ip] {
+			t.Fatalf("NewIP returned %s twice", ip)
+		}
+		seen[ip] = true
+		if net.ParseIP(ip) == nil || !net.ParseIP(ip).IsLoopback() {
+			t.Fatalf("NewIP returned %q, not a loopback address", ip)
+		}
+	}
+}
+
+func TestCoreDNSAnswersOverUDPTCPAndDig(t *testing.T) {
+	ip := NewIP(t)
+	srv := StartCoreDNS(t, fmt.Sprintf("example.org {\n  bind %s\n  file db.example.org\n  log\n}\n", ip),
+		WithFile("db.example.org", zone), WithProbe("example.org", dns.TypeSOA))
+	if srv.Addr != ip+":53" {
+		t.Fatalf("Addr = %s, want %s:53", srv.Addr, ip)
+	}
+	for _, opts := range [][]QueryOption{nil, {TCP}, {EDNS(4096), DO}, {ECS("192.0.2.0/24"), NoRD}} {
+		m := Exchange(t, srv.Addr, "WWW.example.org", dns.TypeA, opts...)
+		if got := Targets(m, dns.TypeA); len(got) != 1 || got[0] != "192.0.2.1" {
+			t.Errorf("A www.example.org = %v, want [192.0.2.1]", got)
+		}
+		if !m.Authoritative {
+			t.Errorf("answer without AA")
+		}
+	}
+	if got := DigShort(t, srv.Addr, "www.example.org", "A"); len(got) != 1 || got[0] != "192.0.2.1" {
+		t.Errorf("dig +short = %v", got)
+	}
+	if out := Kdig(t, srv.Addr, "+tcp", "www.example.org", "A"); !strings.Contains(out, "192.0.2.1") {
+		t.Errorf("kdig output lacks 192.0.2.1:\n%s", out)
+	}
+	// The `log` plugin writes each query: the harness captured it.
+	if !srv.WaitLog("www.example.org", 2*time.Second) {
+		t.Errorf("log does not show the query:\n%s", srv.Log())
+	}
+}
+
+func TestCoreDNSPauseResumeRestart(t *testing.T) {
+	ip := NewIP(t)
+	health := HostPort(t, ip)
+	srv := StartCoreDNS(t, fmt.Sprintf("example.org {\n  bind %s\n  file db.example.org\n  health %s\n}\n", ip, health),
+		WithFile("db.example.org", zone), WithReadyURL("http://"+health+"/health"))
+	srv.Pause()
+	if _, err := Ask(srv.Addr, "www.example.org", dns.TypeA, Timeout(300*time.Millisecond), Attempts(1)); err == nil {
+		t.Errorf("a SIGSTOPped server answered")
+	}
+	srv.Resume()
+	Exchange(t, srv.Addr, "www.example.org", dns.TypeA)
+	pid := srv.Pid()
+	srv.Restart()
+	if srv.Pid() == pid {
+		t.Errorf("Restart kept pid %d", pid)
+	}
+	Exchange(t, srv.Addr, "www.example.org", dns.TypeA)
+	if rss, err := srv.RSS(); err != nil || rss < 1<<20 {
+		t.Errorf("RSS = %d, %v", rss, err)
+	}
+	srv.Kill()
+	if srv.Running() {
+		t.Errorf("still running after Kill")
+	}
+}
+
+func TestBadCorefileExits(t *testing.T) {
+	ip := NewIP(t)
+	srv := StartCoreDNS(t, fmt.Sprintf("example.org {\n  bind %s\n  nosuchplugin\n}\n", ip), WithoutWait())
+	select {
+	case <-srv.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("coredns with an unknown directive did not exit")
+	}
+	if !strings.Contains(srv.Log(), "nosuchplugin") {
+		t.Errorf("log does not name the bad directive:\n%s", srv.Log())
+	}
+}

@@ -1,0 +1,34 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// RequireAll reports whether FLEETDNS_REQUIRE_ALL=1: then a missing part
+// fails the test instead of skipping it (CI, `make e2e`).
+func RequireAll() bool { return os.Getenv("FLEETDNS_REQUIRE_ALL") == "1" }
+
+// Missing stops the test because a part it needs is not there: t.Skip, or
+// t.Fatal under FLEETDNS_REQUIRE_ALL=1.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := "missing: " + fmt.Sprintf(format, args...)
+	if RequireAll() {
+		t.Fatal(msg + " (FLEETDNS_REQUIRE_ALL=1)")
+	}
+	t.Skip(msg)
+}
+
+// LookPath returns the path of an installed tool (dig, kdig, nsd, ...) or
+// stops the test through Missing.
+func LookPath(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, "%s is not installed (scripts/test-deps.sh installs it)", name)
+	}
+	return p
+}
