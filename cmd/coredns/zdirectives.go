@@ -54,6 +54,7 @@ var directives = []string{
 	"k8s_external",
 	"kubernetes",
 	"gslb",
+	"k8scrd",
 	"file",
 	"auto",
 	"secondary",

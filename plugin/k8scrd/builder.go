@@ -1,0 +1,462 @@
+package k8scrd
+
+import (
+	"cmp"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/miekg/dns"
+)
+
+// change is one object event from a source: obj nil means the object is gone.
+type change struct {
+	key      string
+	obj      *object
+	received time.Time
+}
+
+// builder turns object events into snapshots. Sources call upsert, remove and
+// synced from any goroutine; run applies what arrived, coalesced over at most
+// delay, and publishes one snapshot per batch. Only run touches the indexes.
+type builder struct {
+	cfg   *config
+	snap  *atomic.Pointer[snapshot]
+	delay time.Duration
+	now   func() time.Time
+
+	mu         sync.Mutex
+	pending    map[string]change
+	syncedSeen bool
+	wake       chan struct{}
+
+	// owned by run
+	objects  map[string]*object
+	byName   map[string]map[string]*object // name -> object key -> object
+	skipped  map[string]int                // tenancy-skipped endpoints per name
+	conflict map[string]int                // CNAMEs skipped beside other data per name
+}
+
+func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
+	b := &builder{
+		cfg: cfg, snap: snap, delay: 20 * time.Millisecond, now: time.Now,
+		pending: make(map[string]change), wake: make(chan struct{}, 1),
+		objects: make(map[string]*object), byName: make(map[string]map[string]*object),
+		skipped: make(map[string]int), conflict: make(map[string]int),
+	}
+	s := &snapshot{zones: make(map[string]*zoneData)}
+	for i := range s.shards {
+		s.shards[i] = map[string]*node{}
+	}
+	for _, z := range cfg.zones {
+		s.zones[z] = b.zone(z, nil, 0, 0, 0)
+	}
+	snap.Store(s)
+	return b
+}
+
+func (b *builder) upsert(o *object)  { b.queue(change{key: o.key, obj: o, received: b.now()}) }
+func (b *builder) remove(key string) { b.queue(change{key: key, received: b.now()}) }
+
+// synced marks the end of the source's first full listing.
+func (b *builder) synced() {
+	b.mu.Lock()
+	b.syncedSeen = true
+	b.mu.Unlock()
+	b.signal()
+}
+
+func (b *builder) queue(c change) {
+	b.mu.Lock()
+	if old, ok := b.pending[c.key]; ok {
+		c.received = old.received // the oldest event waiting decides the delay
+	}
+	b.pending[c.key] = c
+	b.mu.Unlock()
+	b.signal()
+}
+
+func (b *builder) signal() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run applies batches until stop is closed.
+func (b *builder) run(stop <-chan struct{}) {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-b.wake:
+		}
+		// Coalesce a burst: wait a short, bounded delay so that one swap carries it.
+		t.Reset(b.delay)
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		b.flush()
+	}
+}
+
+// flush applies everything pending now and publishes the result.
+func (b *builder) flush() {
+	b.mu.Lock()
+	batch := b.pending
+	synced := b.syncedSeen
+	b.pending = make(map[string]change, len(batch))
+	b.mu.Unlock()
+	cur := b.snap.Load()
+	if len(batch) == 0 && synced == cur.synced {
+		return
+	}
+	next := b.apply(cur, batch)
+	next.synced = synced
+	b.snap.Store(next)
+
+	now := b.now()
+	lastSync.Set(float64(now.Unix()))
+	for _, c := range batch {
+		applyDelay.Observe(now.Sub(c.received).Seconds())
+		if c.obj != nil && !c.obj.changed.IsZero() {
+			propagationDelay.Observe(max(0, now.Sub(c.obj.changed).Seconds()))
+		}
+	}
+	for z, zd := range next.zones {
+		recordsGauge.WithLabelValues(z).Set(float64(zd.records))
+	}
+}
+
+// edit is the copy-on-write state of one batch.
+type edit struct {
+	s       *snapshot
+	copied  [nShards]bool
+	touched map[string]bool // zones changed
+	records map[string]int  // record count deltas per zone
+	cuts    map[string]int  // delegation count deltas per zone
+}
+
+func (e *edit) shard(name string) map[string]*node {
+	i := shardOf(name)
+	if !e.copied[i] {
+		e.s.shards[i] = maps.Clone(e.s.shards[i])
+		e.copied[i] = true
+	}
+	return e.s.shards[i]
+}
+
+// apply builds the snapshot that follows cur after batch. It copies only the
+// shards that hold a changed name (or an ancestor whose count changed).
+func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
+	next := *cur // copies the shard array: nShards pointers
+	next.zones = maps.Clone(cur.zones)
+	e := &edit{s: &next, touched: map[string]bool{}, records: map[string]int{}, cuts: map[string]int{}}
+
+	names := map[string]bool{}
+	for key, c := range batch {
+		if old := b.objects[key]; old != nil {
+			for name := range old.names {
+				names[name] = true
+				delete(b.byName[name], key)
+				if len(b.byName[name]) == 0 {
+					delete(b.byName, name)
+				}
+			}
+			delete(b.objects, key)
+		}
+		if c.obj != nil {
+			b.objects[key] = c.obj
+			for name := range c.obj.names {
+				names[name] = true
+				m := b.byName[name]
+				if m == nil {
+					m = make(map[string]*object, 1)
+					b.byName[name] = m
+				}
+				m[key] = c.obj
+			}
+		}
+	}
+	for name := range names {
+		b.rebuild(e, name)
+	}
+
+	for z := range e.touched {
+		old := next.zones[z]
+		apex := next.get(z)
+		next.zones[z] = b.zone(z, apex, old.records+e.records[z], old.cuts+e.cuts[z], old.serial)
+	}
+	return &next
+}
+
+// rebuild recomputes the node at name from every object that declares it.
+func (b *builder) rebuild(e *edit, name string) {
+	zone := plugin.Zones(b.cfg.zones).Matches(name)
+	old := e.s.get(name)
+	n := b.merge(name, zone)
+
+	var below int32
+	if old != nil {
+		below = old.below
+	}
+	wasDeclared := old != nil && old.declared()
+	switch {
+	case n != nil:
+		n.below = below
+		e.shard(name)[name] = n
+	case below > 0:
+		e.shard(name)[name] = &node{name: name, below: below}
+	default:
+		if old != nil {
+			delete(e.shard(name), name)
+		}
+	}
+	e.touched[zone] = true
+	e.records[zone] += countRRs(n) - countRRs(old)
+	if old != nil && old.cut {
+		e.cuts[zone]--
+	}
+	if n != nil && n.cut {
+		e.cuts[zone]++
+	}
+	if wasDeclared != (n != nil) && name != zone {
+		delta := int32(1)
+		if wasDeclared {
+			delta = -1
+		}
+		b.ancestors(e, name, zone, delta)
+	}
+}
+
+// ancestors adds delta to the below count of every name strictly between name
+// and the zone apex: these are the empty non-terminals a declared name implies.
+func (b *builder) ancestors(e *edit, name, zone string, delta int32) {
+	for p := parent(name); p != "" && p != zone && len(p) > len(zone); p = parent(p) {
+		sh := e.shard(p)
+		old := sh[p]
+		var n node
+		if old != nil {
+			n = *old
+		} else {
+			n = node{name: p}
+		}
+		n.below += delta
+		if n.below <= 0 && !n.declared() {
+			delete(sh, p)
+			continue
+		}
+		sh[p] = &n
+	}
+}
+
+func countRRs(n *node) int {
+	if n == nil {
+		return 0
+	}
+	c := 0
+	for _, rrs := range n.rrsets {
+		c += len(rrs)
+	}
+	return c
+}
+
+// merge builds the node at name: targets merged and de-duplicated across
+// objects, a deterministic order, one TTL per RRset (the smallest, RFC 2181
+// §5.2), tenancy applied, a CNAME beside other data skipped.
+func (b *builder) merge(name, zone string) *node {
+	objs := slices.Collect(maps.Values(b.byName[name]))
+	if len(objs) == 0 {
+		b.count(name, 0, 0)
+		return nil
+	}
+	// Store order: the oldest object first, then namespace/name, then key.
+	slices.SortFunc(objs, func(x, y *object) int {
+		if c := x.created.Compare(y.created); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(x.namespace, y.namespace), cmp.Compare(x.name, y.name), cmp.Compare(x.key, y.key))
+	})
+
+	type rrset struct {
+		rrs  []dns.RR
+		seen map[string]bool
+		ttl  uint32
+	}
+	sets := map[uint16]*rrset{}
+	h := &store.Host{Name: name, Properties: map[string]string{}, Labels: map[string]string{}}
+	skipped := 0
+	owner := objs[0].namespace
+	for _, o := range objs {
+		if b.cfg.strict && o.namespace != owner {
+			skipped += len(o.names[name])
+			if b.skipped[name] == 0 {
+				log.Warningf("Tenancy strict: %s belongs to namespace %q; ignoring its endpoints in %s/%s", name, owner, o.namespace, o.name)
+			}
+			continue
+		}
+		h.Verbatim = h.Verbatim || o.verbatim
+		for _, ep := range o.names[name] {
+			set := sets[ep.rtype]
+			if set == nil {
+				set = &rrset{seen: map[string]bool{}, ttl: ep.ttl}
+				sets[ep.rtype] = set
+			}
+			set.ttl = min(set.ttl, ep.ttl)
+			for _, rr := range ep.rrs {
+				k := rdata(rr)
+				if !set.seen[k] {
+					set.seen[k] = true
+					set.rrs = append(set.rrs, rr)
+				}
+			}
+			if ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA {
+				if ep.ttlSet && (!h.TTLSet || ep.ttl < h.TTL) {
+					h.TTL, h.TTLSet = ep.ttl, true
+				}
+			}
+			for _, p := range ep.props {
+				if _, ok := h.Properties[p.Name]; !ok {
+					h.Properties[p.Name] = p.Value
+				}
+			}
+			for k, v := range ep.labels {
+				if _, ok := h.Labels[k]; !ok {
+					h.Labels[k] = v
+				}
+			}
+		}
+	}
+	if !h.TTLSet {
+		h.TTL = b.cfg.ttl
+	}
+
+	conflicts := 0
+	if c := sets[dns.TypeCNAME]; c != nil && len(c.rrs) > 0 {
+		// RFC 1034 §3.6.2: a CNAME has no other data beside it. The other data wins.
+		if len(sets) > 1 || name == zone {
+			conflicts = len(c.rrs)
+			delete(sets, dns.TypeCNAME)
+		} else if len(c.rrs) > 1 {
+			// Two objects point one name at different targets: keep the first in order.
+			slices.SortFunc(c.rrs, func(x, y dns.RR) int { return cmp.Compare(rdata(x), rdata(y)) })
+			conflicts = len(c.rrs) - 1
+			c.rrs = c.rrs[:1]
+		}
+		if conflicts > 0 && b.conflict[name] == 0 {
+			log.Warningf("CNAME at %s skipped: other data or another CNAME at the same name", name)
+		}
+	}
+	b.count(name, skipped, conflicts)
+
+	n := &node{name: name, host: h, rrsets: make(map[uint16][]dns.RR, len(sets))}
+	for t, set := range sets {
+		if len(set.rrs) == 0 {
+			continue
+		}
+		rrs := make([]dns.RR, len(set.rrs))
+		for i, rr := range set.rrs {
+			rrs[i] = dns.Copy(rr)
+			rrs[i].Header().Ttl = set.ttl
+		}
+		slices.SortFunc(rrs, compareRR)
+		n.rrsets[t] = rrs
+		switch t {
+		case dns.TypeA:
+			h.A = addrs(rrs)
+		case dns.TypeAAAA:
+			h.AAAA = addrs(rrs)
+		case dns.TypeNS:
+			n.cut = name != zone
+		}
+	}
+	return n
+}
+
+// compareRR orders an RRset deterministically: addresses numerically, the rest by RDATA text.
+func compareRR(x, y dns.RR) int {
+	switch a := x.(type) {
+	case *dns.A:
+		return netipFrom(a.A).Compare(netipFrom(y.(*dns.A).A))
+	case *dns.AAAA:
+		return netipFrom(a.AAAA).Compare(netipFrom(y.(*dns.AAAA).AAAA))
+	}
+	return cmp.Compare(rdata(x), rdata(y))
+}
+
+func netipFrom(ip []byte) netip.Addr {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.Unmap()
+}
+
+func addrs(rrs []dns.RR) []netip.Addr {
+	out := make([]netip.Addr, 0, len(rrs))
+	for _, rr := range rrs {
+		switch x := rr.(type) {
+		case *dns.A:
+			out = append(out, netipFrom(x.A))
+		case *dns.AAAA:
+			out = append(out, netipFrom(x.AAAA))
+		}
+	}
+	return out
+}
+
+// count keeps the tenancy and CNAME conflict gauges equal to what the store skips now.
+func (b *builder) count(name string, skipped, conflicts int) {
+	if d := skipped - b.skipped[name]; d != 0 {
+		tenancySkipped.Add(float64(d))
+	}
+	if d := conflicts - b.conflict[name]; d != 0 {
+		cnameConflicts.Add(float64(d))
+	}
+	if skipped == 0 {
+		delete(b.skipped, name)
+	} else {
+		b.skipped[name] = skipped
+	}
+	if conflicts == 0 {
+		delete(b.conflict, name)
+	} else {
+		b.conflict[name] = conflicts
+	}
+}
+
+// zone builds the zone data: SOA with the serial of the latest change
+// applied (Unix time, never going back), and the apex NS RRset.
+func (b *builder) zone(origin string, apex *node, records, cuts int, prevSerial uint32) *zoneData {
+	serial := max(uint32(b.now().Unix()), prevSerial)
+	c := b.cfg
+	mname := c.mname
+	if mname == "" {
+		mname = "ns1." + origin
+	}
+	rname := c.rname
+	if rname == "" {
+		rname = "hostmaster." + origin
+	}
+	soa := &dns.SOA{
+		Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: c.ttl},
+		Ns:  mname, Mbox: rname, Serial: serial,
+		Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: c.negTTL,
+	}
+	neg := dns.Copy(soa)
+	neg.Header().Ttl = min(c.ttl, c.negTTL)
+	zd := &zoneData{origin: origin, serial: serial, soa: []dns.RR{soa}, negSOA: []dns.RR{neg}, records: records, cuts: cuts}
+	if apex != nil && len(apex.rrsets[dns.TypeNS]) > 0 {
+		zd.ns = apex.rrsets[dns.TypeNS]
+	} else {
+		zd.ns = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: c.ttl}, Ns: mname}}
+	}
+	return zd
+}

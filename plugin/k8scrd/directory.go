@@ -1,0 +1,362 @@
+package k8scrd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"sigs.k8s.io/external-dns/apis/v1alpha1"
+	"sigs.k8s.io/yaml"
+)
+
+// settle is how long a file must be quiet after an event before it is read:
+// a file written in several pieces is read once, whole.
+const settle = 50 * time.Millisecond
+
+// directory is the source that reads DNSEndpoint manifests (YAML or JSON, one
+// or more documents a file) from a folder and watches it: files created,
+// changed, removed or renamed take effect without a restart.
+type directory struct {
+	cfg *config
+	b   *builder
+	dir string
+
+	w    *fsnotify.Watcher
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	// owned by the watch goroutine (and start, before it runs)
+	files map[string]*manifestFile // base name -> what it holds now
+}
+
+// manifestFile is what one file contributed at its last good read.
+type manifestFile struct {
+	raw  []byte
+	docs map[string]string // object key -> the document's text (its version)
+}
+
+func newDirectory(cfg *config, b *builder) *directory {
+	return &directory{cfg: cfg, b: b, dir: cfg.directory, files: map[string]*manifestFile{}}
+}
+
+func (d *directory) start() error {
+	st, err := os.Stat(d.dir)
+	if err != nil {
+		return fmt.Errorf("directory %s: %w", d.dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("directory %s: not a directory", d.dir)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("directory %s: %w", d.dir, err)
+	}
+	if err := w.Add(d.dir); err != nil {
+		w.Close()
+		return fmt.Errorf("directory %s: %w", d.dir, err)
+	}
+	d.w = w
+	d.done = make(chan struct{})
+	d.rescan()
+	d.b.synced()
+	d.wg.Add(1)
+	go d.watch()
+	return nil
+}
+
+func (d *directory) stop() {
+	if d.w == nil {
+		return
+	}
+	close(d.done)
+	d.w.Close()
+	d.wg.Wait()
+	d.w = nil
+}
+
+// watch turns file system events into reloads, each after the file settled.
+func (d *directory) watch() {
+	defer d.wg.Done()
+	due := map[string]time.Time{} // base name ("" = whole folder) -> when to read it
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.done:
+			return
+		case ev, ok := <-d.w.Events:
+			if !ok {
+				return
+			}
+			base := filepath.Base(ev.Name)
+			if filepath.Dir(ev.Name) != filepath.Clean(d.dir) || strings.HasPrefix(base, "..") || isDir(ev.Name) {
+				// A ConfigMap volume swaps a ..data symlink: the files themselves see no event.
+				base = ""
+			} else if !manifest(base) {
+				continue
+			}
+			due[base] = time.Now().Add(settle)
+			t.Reset(settle)
+		case err, ok := <-d.w.Errors:
+			if !ok {
+				return
+			}
+			syncErrors.WithLabelValues("directory").Inc()
+			log.Errorf("Watching %s: %v; rescanning", d.dir, err)
+			due[""] = time.Now()
+			t.Reset(0)
+		case now := <-t.C:
+			next := time.Duration(-1)
+			for base, at := range due {
+				if wait := at.Sub(now); wait > 0 {
+					if next < 0 || wait < next {
+						next = wait
+					}
+					continue
+				}
+				delete(due, base)
+				if base == "" {
+					d.rescan()
+				} else {
+					d.load(base)
+				}
+			}
+			if next >= 0 {
+				t.Reset(next)
+			}
+		}
+	}
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// manifest reports whether a file name is one this source reads.
+func manifest(base string) bool {
+	if strings.HasPrefix(base, ".") {
+		return false
+	}
+	switch strings.ToLower(filepath.Ext(base)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// rescan loads every manifest in the folder and forgets files that are gone.
+func (d *directory) rescan() {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		syncErrors.WithLabelValues("directory").Inc()
+		log.Errorf("Reading %s: %v; serving the last data read", d.dir, err)
+		return
+	}
+	present := map[string]bool{}
+	for _, e := range entries {
+		if manifest(e.Name()) {
+			present[e.Name()] = true
+			d.load(e.Name())
+		}
+	}
+	for base := range d.files {
+		if !present[base] {
+			d.load(base)
+		}
+	}
+}
+
+// load reads one file and hands what changed in it to the builder.
+func (d *directory) load(base string) {
+	path := filepath.Join(d.dir, base)
+	old := d.files[base]
+	raw, err := os.ReadFile(path)
+	st, serr := os.Stat(path)
+	if err == nil && serr == nil && st.IsDir() {
+		err = errors.New("is a directory")
+	}
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			syncErrors.WithLabelValues("directory").Inc()
+			log.Errorf("Reading %s: %v; skipped", path, err)
+		}
+		if old != nil {
+			for key := range old.docs {
+				d.b.remove(key)
+			}
+			delete(d.files, base)
+		}
+		return
+	}
+	if old != nil && bytes.Equal(old.raw, raw) {
+		return
+	}
+	docs, perr := parseManifests(path, raw, st.ModTime(), d.cfg)
+	if perr != nil && old != nil {
+		// Most likely a file caught while being written, or a broken edit:
+		// keep serving what it held at its last good read.
+		log.Errorf("%v; file skipped, serving its previous contents", perr)
+		invalidEndpoints.WithLabelValues(reasonDecode).Inc()
+		return
+	}
+	if perr != nil {
+		log.Errorf("%v; skipped", perr)
+		invalidEndpoints.WithLabelValues(reasonDecode).Inc()
+	}
+	f := &manifestFile{raw: raw, docs: map[string]string{}}
+	for _, doc := range docs {
+		f.docs[doc.obj.key] = doc.text
+		if old != nil && old.docs[doc.obj.key] == doc.text {
+			continue
+		}
+		for _, bad := range doc.bad {
+			invalidEndpoints.WithLabelValues(bad.reason).Inc()
+			if bad.reason != reasonZone {
+				log.Warningf("%s:%d: %s/%s: %s; skipped", path, doc.line, doc.obj.namespace, doc.obj.name, bad.msg)
+			}
+		}
+		d.b.upsert(doc.obj)
+	}
+	if old != nil {
+		for key := range old.docs {
+			if _, ok := f.docs[key]; !ok {
+				d.b.remove(key)
+			}
+		}
+	}
+	d.files[base] = f
+}
+
+// manifestDoc is one DNSEndpoint read from a file.
+type manifestDoc struct {
+	obj  *object
+	bad  []invalid
+	text string
+	line int
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// parseManifests reads every DNSEndpoint in a file. Documents that do not
+// parse are left out; the error names the first of them by file and line.
+func parseManifests(path string, raw []byte, mtime time.Time, cfg *config) ([]manifestDoc, error) {
+	var (
+		out   []manifestDoc
+		first error
+		seen  = map[string]int{}
+	)
+	fail := func(line int, format string, args ...any) {
+		if first == nil {
+			first = fmt.Errorf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
+		}
+	}
+	for _, doc := range splitDocuments(raw) {
+		js, err := yaml.YAMLToJSON(doc.text)
+		if err != nil {
+			line := doc.line
+			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				line += n - 1
+			}
+			fail(line, "%v", err)
+			continue
+		}
+		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+			continue // empty document or comments only
+		}
+		var probe struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Items      []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(js, &probe); err != nil {
+			fail(doc.line, "not an object: %v", err)
+			continue
+		}
+		items := []json.RawMessage{js}
+		switch probe.Kind {
+		case "List", "DNSEndpointList":
+			items = probe.Items
+		case v1alpha1.DNSEndpointKind:
+		default:
+			fail(doc.line, "kind %q is not DNSEndpoint", probe.Kind)
+			continue
+		}
+		for _, item := range items {
+			var ep v1alpha1.DNSEndpoint
+			if err := json.Unmarshal(item, &ep); err != nil {
+				fail(doc.line, "%v", err)
+				continue
+			}
+			if g, _, _ := strings.Cut(ep.APIVersion, "/"); g != v1alpha1.GroupVersion.Group {
+				fail(doc.line, "apiVersion %q is not %s", ep.APIVersion, v1alpha1.GroupVersion)
+				continue
+			}
+			ns := ep.Namespace
+			if ns == "" {
+				ns = "default"
+			}
+			id := ns + "/" + ep.Name
+			key := "file:" + filepath.Base(path) + "#" + id
+			if n := seen[id]; n > 0 {
+				key += "#" + strconv.Itoa(n+1)
+			}
+			seen[id]++
+			created := ep.CreationTimestamp.Time
+			if created.IsZero() {
+				created = mtime
+			}
+			o, bad := newObject(objectMeta{
+				key: key, namespace: ns, name: ep.Name,
+				created: created, changed: mtime, labels: ep.Labels,
+			}, ep.Spec.Endpoints, cfg.zones, cfg.ttl)
+			out = append(out, manifestDoc{obj: o, bad: bad, text: string(item), line: doc.line})
+		}
+	}
+	return out, first
+}
+
+type document struct {
+	text []byte
+	line int // first line of the document in the file, from 1
+}
+
+// splitDocuments splits a YAML stream at its "---" separator lines, keeping
+// each document's first line number for messages.
+func splitDocuments(raw []byte) []document {
+	var (
+		docs  []document
+		start = 0
+		line  = 1
+		first = 1
+	)
+	for i := 0; i <= len(raw); {
+		end := bytes.IndexByte(raw[i:], '\n')
+		if end < 0 {
+			end = len(raw) - i
+		}
+		l := raw[i : i+end]
+		if bytes.HasPrefix(l, []byte("---")) && (len(l) == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r') {
+			docs = append(docs, document{text: raw[start:i], line: first})
+			start = i + end + 1
+			first = line + 1
+		}
+		i += end + 1
+		line++
+	}
+	if start < len(raw) {
+		docs = append(docs, document{text: raw[start:], line: first})
+	}
+	return docs
+}

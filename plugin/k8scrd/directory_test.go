@@ -1,0 +1,150 @@
+package k8scrd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func hasA(k *K8sCRD, t *testing.T, name, addr string) func() bool {
+	return func() bool {
+		resp, _ := ask(t, k, name, dns.TypeA)
+		return resp != nil && strings.Contains(answers(resp), addr)
+	}
+}
+
+func isNXDOMAIN(k *K8sCRD, t *testing.T, name string) func() bool {
+	return func() bool {
+		resp, _ := ask(t, k, name, dns.TypeA)
+		return resp != nil && resp.Rcode == dns.RcodeNameError
+	}
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDirectoryCreateChangeDeleteRename(t *testing.T) {
+	k, dir := newTestPlugin(t, "example.org", zoneBody, map[string]string{
+		"a.yaml": dnsEndpoint("ns", "a", ep("a.example.org", "A", 0, "192.0.2.1")),
+	})
+	if !hasA(k, t, "a.example.org.", "192.0.2.1")() {
+		t.Fatal("a.example.org not served at start")
+	}
+
+	write(t, filepath.Join(dir, "b.yml"), dnsEndpoint("ns", "b", ep("b.example.org", "A", 0, "192.0.2.2")))
+	eventually(t, "created file served", hasA(k, t, "b.example.org.", "192.0.2.2"))
+
+	write(t, filepath.Join(dir, "b.yml"), dnsEndpoint("ns", "b", ep("b.example.org", "A", 0, "192.0.2.3")))
+	eventually(t, "changed file served", hasA(k, t, "b.example.org.", "192.0.2.3"))
+	if hasA(k, t, "b.example.org.", "192.0.2.2")() {
+		t.Error("old target still served after the change")
+	}
+
+	if err := os.Rename(filepath.Join(dir, "b.yml"), filepath.Join(dir, "c.json.tmp")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "renamed-away file dropped", isNXDOMAIN(k, t, "b.example.org."))
+	if err := os.Rename(filepath.Join(dir, "c.json.tmp"), filepath.Join(dir, "c.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "renamed-in file served", hasA(k, t, "b.example.org.", "192.0.2.3"))
+
+	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deleted file dropped", isNXDOMAIN(k, t, "a.example.org."))
+	if !hasA(k, t, "b.example.org.", "192.0.2.3")() {
+		t.Error("other file lost when one was deleted")
+	}
+}
+
+func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
+	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonDecode))
+	k, dir := newTestPlugin(t, "example.org", zoneBody, map[string]string{
+		"good.yaml": dnsEndpoint("ns", "good", ep("good.example.org", "A", 0, "192.0.2.1")),
+		"bad.yaml":  "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: bad\n spec: [\n",
+		// A multi-document file whose second document is not YAML: the first is still served.
+		"mixed.yaml": dnsEndpoint("ns", "m1", ep("m1.example.org", "A", 0, "192.0.2.7")) + "---\nkey: [unclosed\n",
+	})
+	if !hasA(k, t, "good.example.org.", "192.0.2.1")() || !hasA(k, t, "m1.example.org.", "192.0.2.7")() {
+		t.Fatal("valid data not served beside malformed files")
+	}
+	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonDecode)) - before; d != 2 {
+		t.Errorf("decode errors counted: %v, want 2", d)
+	}
+	// Fixing the file serves it.
+	write(t, filepath.Join(dir, "bad.yaml"), dnsEndpoint("ns", "bad", ep("bad.example.org", "A", 0, "192.0.2.9")))
+	eventually(t, "fixed file served", hasA(k, t, "bad.example.org.", "192.0.2.9"))
+}
+
+func TestParseErrorNamesFileAndLine(t *testing.T) {
+	raw := dnsEndpoint("ns", "x", ep("x.example.org", "A", 0, "192.0.2.1")) + "---\n# second\nkind: DNSEndpoint\nspec: {\n  endpoints: [\n"
+	cfg := newConfig()
+	cfg.zones = []string{"example.org."}
+	docs, err := parseManifests("/m/f.yaml", []byte(raw), mtime0, cfg)
+	if len(docs) != 1 {
+		t.Fatalf("want the first document parsed, got %d", len(docs))
+	}
+	lines := strings.Count(dnsEndpoint("ns", "x", ep("x.example.org", "A", 0, "192.0.2.1")), "\n")
+	if err == nil || !strings.HasPrefix(err.Error(), "/m/f.yaml:") {
+		t.Fatalf("error %v does not name the file", err)
+	}
+	// The second document starts after the separator; the error is inside it.
+	var line int
+	if _, serr := fmtSscanf(err.Error(), "/m/f.yaml:%d:", &line); serr != nil || line <= lines+1 {
+		t.Errorf("error %q: want a line inside the second document (after line %d)", err, lines+1)
+	}
+}
+
+func TestDirectoryFileWrittenInPieces(t *testing.T) {
+	k, dir := newTestPlugin(t, "example.org", zoneBody, nil)
+	full := dnsEndpoint("ns", "p", ep("p.example.org", "A", 0, "192.0.2.4"), ep("q.example.org", "A", 0, "192.0.2.5"))
+	path := filepath.Join(dir, "p.yaml")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// First piece ends mid-document; the rest arrives after the first was read.
+	half := len(full) * 2 / 3
+	f.WriteString(full[:half])
+	f.Sync()
+	eventually(t, "first piece read", func() bool { return k.snap.Load() != nil })
+	f.WriteString(full[half:])
+	f.Close()
+	eventually(t, "whole file served", hasA(k, t, "q.example.org.", "192.0.2.5"))
+	if !hasA(k, t, "p.example.org.", "192.0.2.4")() {
+		t.Error("p.example.org missing once the file is whole")
+	}
+}
+
+func TestDirectoryConfigMapSymlinkSwap(t *testing.T) {
+	// A ConfigMap volume: files are symlinks through ..data, which is swapped atomically.
+	k, dir := newTestPlugin(t, "example.org", zoneBody, nil)
+	mk := func(ts, addr string) {
+		os.MkdirAll(filepath.Join(dir, ts), 0o755)
+		write(t, filepath.Join(dir, ts, "cm.yaml"), dnsEndpoint("ns", "cm", ep("cm.example.org", "A", 0, addr)))
+		os.Symlink(ts, filepath.Join(dir, "..data_tmp"))
+		if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("..v1", "192.0.2.31")
+	os.Symlink(filepath.Join("..data", "cm.yaml"), filepath.Join(dir, "cm.yaml"))
+	eventually(t, "configmap file served", hasA(k, t, "cm.example.org.", "192.0.2.31"))
+	mk("..v2", "192.0.2.32")
+	eventually(t, "configmap update served", hasA(k, t, "cm.example.org.", "192.0.2.32"))
+}
+
+var mtime0 = time.Unix(1700000000, 0)
+
+func fmtSscanf(s, format string, a ...any) (int, error) { return fmt.Sscanf(s, format, a...) }

@@ -1,0 +1,98 @@
+// Package k8scrd serves external-dns DNSEndpoint objects, from the Kubernetes
+// API or from a directory of manifests, as authoritative DNS data.
+package k8scrd
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/coredns/coredns/request"
+	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/miekg/dns"
+)
+
+// K8sCRD is the k8scrd plugin: the handler and the store that other plugins read.
+type K8sCRD struct {
+	Next  plugin.Handler
+	Zones []string
+	Fall  fall.F
+
+	cfg     *config
+	snap    atomic.Pointer[snapshot]
+	builder *builder
+	source  source
+	stop    chan struct{}
+}
+
+// ServeDNS implements the plugin.Handler interface.
+func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	state := request.Request{W: w, Req: r}
+	qname := state.Name()
+	zone := plugin.Zones(k.Zones).Matches(qname)
+	if zone == "" {
+		return plugin.NextOrFailure(k.Name(), k.Next, ctx, w, r)
+	}
+	qtype := state.QType()
+	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR {
+		// Transfers are the transfer plugin's; without it, none are allowed.
+		return dns.RcodeRefused, nil
+	}
+	s := k.snap.Load()
+	if !s.synced {
+		// Never an authoritative NXDOMAIN that resolvers would cache.
+		return dns.RcodeServerFailure, nil
+	}
+	z := s.zones[zone]
+	answer, ns, extra, res := s.lookup(z, qname, qtype)
+	if res == nameError && k.Fall.Through(qname) {
+		return plugin.NextOrFailure(k.Name(), k.Next, ctx, w, r)
+	}
+
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	m.Answer, m.Ns, m.Extra = answer, ns, extra
+	switch res {
+	case nameError:
+		m.Rcode = dns.RcodeNameError
+	case delegation:
+		// A referral is not authoritative; an alias in the answer before it is (RFC 1034 §4.3.2).
+		m.Authoritative = len(answer) > 0
+	}
+	w.WriteMsg(m)
+	return dns.RcodeSuccess, nil
+}
+
+// Name implements the plugin.Handler interface.
+func (k *K8sCRD) Name() string { return "k8scrd" }
+
+// Store implements store.Provider: a live view that always reads the latest snapshot.
+func (k *K8sCRD) Store() store.Reader { return reader{k} }
+
+type reader struct{ k *K8sCRD }
+
+func (r reader) Synced() bool { return r.k.snap.Load().synced }
+
+func (r reader) Host(name string) (*store.Host, bool) {
+	n := r.k.snap.Load().get(name)
+	if n == nil || n.host == nil {
+		return nil, false
+	}
+	return n.host, true
+}
+
+func (r reader) Hosts(zone string, fn func(*store.Host) bool) {
+	s := r.k.snap.Load()
+	for _, sh := range s.shards {
+		for name, n := range sh {
+			if n.host != nil && dns.IsSubDomain(zone, name) && strings.HasSuffix(name, zone) {
+				if !fn(n.host) {
+					return
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package k8scrd
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
+	"sigs.k8s.io/external-dns/endpoint"
+)
+
+// Reasons an endpoint is skipped; the values label coredns_k8scrd_invalid_endpoints_total.
+const (
+	reasonName    = "name"    // not a valid domain name
+	reasonZone    = "zone"    // outside every zone of this plugin
+	reasonType    = "type"    // a record type this plugin does not serve
+	reasonTarget  = "target"  // a target that does not parse for its type
+	reasonTTL     = "ttl"     // a negative or too large recordTTL
+	reasonDecode  = "decode"  // a manifest or object that is not a DNSEndpoint
+	reasonCNAMEs  = "cname"   // a CNAME endpoint with more than one target
+	maxTTL        = 1<<31 - 1 // RFC 2181 §8
+	verbatimLabel = "k8gb.io/dnstype"
+	legacyLabel   = "k8gb.absa.oss/dnstype"
+)
+
+// rrEndpoint is one valid endpoint, converted: the records it contributes at
+// one name, with the TTL the endpoint asks for.
+type rrEndpoint struct {
+	rtype  uint16
+	ttl    uint32
+	ttlSet bool
+	rrs    []dns.RR // TTL not yet set: the merged RRset decides it
+	addrs  []netip.Addr
+	props  endpoint.ProviderSpecific
+	labels endpoint.Labels
+}
+
+// object is one DNSEndpoint, validated and grouped by name. Immutable once built.
+type object struct {
+	key       string // unique per source: "ns/name" for the API, "file:PATH#ns/name" for directory
+	namespace string
+	name      string
+	created   time.Time // creationTimestamp: the tenancy order
+	changed   time.Time // when the object last changed, for the propagation delay metric
+	verbatim  bool
+	names     map[string][]*rrEndpoint
+}
+
+// invalid describes one skipped endpoint.
+type invalid struct {
+	reason string
+	msg    string
+}
+
+// objectMeta is what newObject needs to know about an object besides its endpoints.
+type objectMeta struct {
+	key, namespace, name string
+	created, changed     time.Time
+	labels               map[string]string
+}
+
+// newObject validates and converts the endpoints of one object. Endpoints that
+// cannot be served are returned in bad and left out; the rest is served.
+func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTTL uint32) (o *object, bad []invalid) {
+	o = &object{
+		key: m.key, namespace: m.namespace, name: m.name,
+		created: m.created, changed: m.changed,
+		names: make(map[string][]*rrEndpoint),
+	}
+	if m.labels != nil {
+		_, v1 := m.labels[verbatimLabel]
+		_, v2 := m.labels[legacyLabel]
+		o.verbatim = v1 || v2
+	}
+	for i, ep := range eps {
+		if ep == nil {
+			continue
+		}
+		name, e, reason, err := convert(ep, zones, defaultTTL)
+		if err != nil {
+			bad = append(bad, invalid{reason: reason, msg: fmt.Sprintf("endpoint %d (%s %s): %v", i, ep.DNSName, ep.RecordType, err)})
+			continue
+		}
+		o.names[name] = append(o.names[name], e)
+	}
+	return o, bad
+}
+
+// convert turns one external-dns endpoint into records, in external-dns's
+// target formats ("10 mail.example.org" for MX, "prio weight port target" for SRV).
+func convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32) (string, *rrEndpoint, string, error) {
+	name := strings.ToLower(dns.Fqdn(strings.TrimSpace(ep.DNSName)))
+	if _, ok := dns.IsDomainName(name); !ok || name == "." || strings.Contains(name, " ") {
+		return "", nil, reasonName, fmt.Errorf("invalid name %q", ep.DNSName)
+	}
+	if plugin.Zones(zones).Matches(name) == "" {
+		return "", nil, reasonZone, fmt.Errorf("name %q is outside zones %v", name, zones)
+	}
+	rtype, ok := servedTypes[strings.ToUpper(ep.RecordType)]
+	if !ok {
+		return "", nil, reasonType, fmt.Errorf("record type %q is not served", ep.RecordType)
+	}
+	e := &rrEndpoint{rtype: rtype, ttl: defaultTTL, props: ep.ProviderSpecific, labels: ep.Labels}
+	if ep.RecordTTL.IsConfigured() {
+		if ep.RecordTTL < 0 || ep.RecordTTL > maxTTL {
+			return "", nil, reasonTTL, fmt.Errorf("recordTTL %d out of range", ep.RecordTTL)
+		}
+		e.ttl, e.ttlSet = uint32(ep.RecordTTL), true
+	}
+	if rtype == dns.TypeCNAME && len(ep.Targets) > 1 {
+		return "", nil, reasonCNAMEs, fmt.Errorf("a CNAME has one target, not %d", len(ep.Targets))
+	}
+	hdr := dns.RR_Header{Name: name, Rrtype: rtype, Class: dns.ClassINET}
+	for _, t := range ep.Targets {
+		rr, addr, err := target(hdr, t)
+		if err != nil {
+			return "", nil, reasonTarget, err
+		}
+		if addr.IsValid() {
+			e.addrs = append(e.addrs, addr)
+		}
+		e.rrs = append(e.rrs, rr)
+	}
+	return name, e, "", nil
+}
+
+var servedTypes = map[string]uint16{
+	"A": dns.TypeA, "AAAA": dns.TypeAAAA, "CNAME": dns.TypeCNAME, "TXT": dns.TypeTXT,
+	"SRV": dns.TypeSRV, "MX": dns.TypeMX, "NS": dns.TypeNS, "PTR": dns.TypePTR,
+	"CAA": dns.TypeCAA, "NAPTR": dns.TypeNAPTR,
+}
+
+// target converts one target of an endpoint.
+func target(hdr dns.RR_Header, t string) (dns.RR, netip.Addr, error) {
+	t = strings.TrimSpace(t)
+	switch hdr.Rrtype {
+	case dns.TypeA, dns.TypeAAAA:
+		a, err := netip.ParseAddr(t)
+		if err != nil || a.Zone() != "" {
+			return nil, netip.Addr{}, fmt.Errorf("invalid address %q", t)
+		}
+		if hdr.Rrtype == dns.TypeA {
+			if !a.Is4() && !a.Is4In6() {
+				return nil, netip.Addr{}, fmt.Errorf("%q is not an IPv4 address", t)
+			}
+			a = a.Unmap()
+			return &dns.A{Hdr: hdr, A: a.AsSlice()}, a, nil
+		}
+		if !a.Is6() || a.Is4In6() {
+			return nil, netip.Addr{}, fmt.Errorf("%q is not an IPv6 address", t)
+		}
+		return &dns.AAAA{Hdr: hdr, AAAA: a.AsSlice()}, a, nil
+	case dns.TypeCNAME, dns.TypeNS, dns.TypePTR:
+		host, err := hostname(t)
+		if err != nil {
+			return nil, netip.Addr{}, err
+		}
+		switch hdr.Rrtype {
+		case dns.TypeCNAME:
+			return &dns.CNAME{Hdr: hdr, Target: host}, netip.Addr{}, nil
+		case dns.TypeNS:
+			return &dns.NS{Hdr: hdr, Ns: host}, netip.Addr{}, nil
+		}
+		return &dns.PTR{Hdr: hdr, Ptr: host}, netip.Addr{}, nil
+	case dns.TypeMX:
+		f := strings.Fields(t)
+		if len(f) != 2 {
+			return nil, netip.Addr{}, fmt.Errorf("MX target %q is not \"PREFERENCE HOST\"", t)
+		}
+		pref, err := strconv.ParseUint(f[0], 10, 16)
+		if err != nil {
+			return nil, netip.Addr{}, fmt.Errorf("MX preference %q: not a 16-bit number", f[0])
+		}
+		host, err := hostname(f[1])
+		if err != nil {
+			return nil, netip.Addr{}, err
+		}
+		return &dns.MX{Hdr: hdr, Preference: uint16(pref), Mx: host}, netip.Addr{}, nil
+	case dns.TypeSRV:
+		f := strings.Fields(t)
+		if len(f) != 4 {
+			return nil, netip.Addr{}, fmt.Errorf("SRV target %q is not \"PRIORITY WEIGHT PORT TARGET\"", t)
+		}
+		var n [3]uint16
+		for i := range 3 {
+			v, err := strconv.ParseUint(f[i], 10, 16)
+			if err != nil {
+				return nil, netip.Addr{}, fmt.Errorf("SRV target %q: %q is not a 16-bit number", t, f[i])
+			}
+			n[i] = uint16(v)
+		}
+		host, err := hostname(f[3])
+		if err != nil {
+			return nil, netip.Addr{}, err
+		}
+		return &dns.SRV{Hdr: hdr, Priority: n[0], Weight: n[1], Port: n[2], Target: host}, netip.Addr{}, nil
+	case dns.TypeTXT:
+		return &dns.TXT{Hdr: hdr, Txt: txtStrings(t)}, netip.Addr{}, nil
+	}
+	// CAA and NAPTR: external-dns targets are the presentation format of the RDATA.
+	rr, err := dns.NewRR(hdr.Name + " 0 IN " + dns.TypeToString[hdr.Rrtype] + " " + t)
+	if err != nil || rr == nil {
+		return nil, netip.Addr{}, fmt.Errorf("%s target %q does not parse", dns.TypeToString[hdr.Rrtype], t)
+	}
+	if x, ok := rr.(*dns.NAPTR); ok {
+		x.Replacement = strings.ToLower(x.Replacement)
+	}
+	return rr, netip.Addr{}, nil
+}
+
+// hostname validates a host name target and makes it fully qualified and lower case.
+func hostname(t string) (string, error) {
+	h := strings.ToLower(dns.Fqdn(t))
+	if _, ok := dns.IsDomainName(h); !ok || strings.ContainsAny(h, " \t\"") || h == "." && t != "." {
+		return "", fmt.Errorf("invalid host name %q", t)
+	}
+	return h, nil
+}
+
+// txtStrings splits a TXT target into character-strings of at most 255 octets
+// (RFC 1035 §3.3.14). A target quoted as a whole, as external-dns's TXT
+// registry writes them, is unquoted first.
+func txtStrings(t string) []string {
+	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' && !strings.Contains(t[1:len(t)-1], `"`) {
+		t = t[1 : len(t)-1]
+	}
+	if len(t) <= 255 {
+		return []string{t}
+	}
+	var out []string
+	for len(t) > 255 {
+		out = append(out, t[:255])
+		t = t[255:]
+	}
+	return append(out, t)
+}
+
+// rdata is the presentation form of rr's RDATA: the key for de-duplication and ordering.
+func rdata(rr dns.RR) string {
+	s := rr.String()
+	h := rr.Header().String()
+	return strings.TrimPrefix(s, h)
+}

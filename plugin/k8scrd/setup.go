@@ -1,0 +1,200 @@
+package k8scrd
+
+import (
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+var log = clog.NewWithPlugin("k8scrd")
+
+func init() { plugin.Register("k8scrd", setup) }
+
+// config is the parsed Corefile stanza.
+type config struct {
+	zones      []string
+	kubeconfig string
+	context    string
+	directory  string
+	namespaces []string
+	labels     string
+	strict     bool
+	ttl        uint32
+	negTTL     uint32
+	mname      string
+	rname      string
+	// startupWait bounds how long start-up waits for the first sync, as the
+	// kubernetes plugin does; queries before the sync get SERVFAIL.
+	startupWait time.Duration
+}
+
+func newConfig() *config {
+	return &config{ttl: 30, negTTL: 30, startupWait: 5 * time.Second}
+}
+
+func setup(c *caddy.Controller) error {
+	k, err := parse(c)
+	if err != nil {
+		return plugin.Error("k8scrd", err)
+	}
+	c.OnStartup(k.start)
+	c.OnShutdown(k.shutdown)
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		k.Next = next
+		return k
+	})
+	return nil
+}
+
+func parse(c *caddy.Controller) (*K8sCRD, error) {
+	cfg := newConfig()
+	k := &K8sCRD{cfg: cfg}
+	i := 0
+	for c.Next() {
+		if i > 0 {
+			return nil, plugin.ErrOnce
+		}
+		i++
+		k.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		for c.NextBlock() {
+			switch c.Val() {
+			case "kubeconfig":
+				args := c.RemainingArgs()
+				if len(args) < 1 || len(args) > 2 {
+					return nil, c.ArgErr()
+				}
+				cfg.kubeconfig = args[0]
+				if len(args) == 2 {
+					cfg.context = args[1]
+				}
+			case "directory":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				cfg.directory = c.Val()
+				if !filepath.IsAbs(cfg.directory) {
+					cfg.directory = filepath.Join(dnsserver.GetConfig(c).Root, cfg.directory)
+				}
+				if c.NextArg() {
+					return nil, c.ArgErr()
+				}
+			case "namespaces":
+				cfg.namespaces = c.RemainingArgs()
+				if len(cfg.namespaces) == 0 {
+					return nil, c.ArgErr()
+				}
+			case "labels":
+				args := c.RemainingArgs()
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				sel := args[0]
+				for _, a := range args[1:] {
+					sel += " " + a
+				}
+				if _, err := labels.Parse(sel); err != nil {
+					return nil, c.Errf("labels %q: %v", sel, err)
+				}
+				cfg.labels = sel
+			case "tenancy":
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				switch c.Val() {
+				case "shared":
+					cfg.strict = false
+				case "strict":
+					cfg.strict = true
+				default:
+					return nil, c.Errf("tenancy %q: want shared or strict", c.Val())
+				}
+				if c.NextArg() {
+					return nil, c.ArgErr()
+				}
+			case "ttl", "negttl":
+				word := c.Val()
+				if !c.NextArg() {
+					return nil, c.ArgErr()
+				}
+				v, err := strconv.ParseUint(c.Val(), 10, 32)
+				if err != nil || v > maxTTL {
+					return nil, c.Errf("%s %q: want seconds, 0 to %d", word, c.Val(), maxTTL)
+				}
+				if word == "ttl" {
+					cfg.ttl = uint32(v)
+				} else {
+					cfg.negTTL = uint32(v)
+				}
+				if c.NextArg() {
+					return nil, c.ArgErr()
+				}
+			case "soa":
+				args := c.RemainingArgs()
+				if len(args) != 2 {
+					return nil, c.ArgErr()
+				}
+				for j, a := range args {
+					if _, ok := dns.IsDomainName(a); !ok {
+						return nil, c.Errf("soa: %q is not a domain name", a)
+					}
+					args[j] = dns.Fqdn(a)
+				}
+				cfg.mname, cfg.rname = args[0], args[1]
+			case "fallthrough":
+				k.Fall.SetZonesFromArgs(c.RemainingArgs())
+			default:
+				return nil, c.Errf("unknown property %q", c.Val())
+			}
+		}
+	}
+	if cfg.directory != "" && cfg.kubeconfig != "" {
+		return nil, c.Err("directory and kubeconfig exclude each other: one source per k8scrd")
+	}
+	cfg.zones = k.Zones
+	k.builder = newBuilder(cfg, &k.snap)
+	if cfg.directory != "" {
+		k.source = newDirectory(cfg, k.builder)
+	} else {
+		k.source = newKubernetes(cfg, k.builder)
+	}
+	return k, nil
+}
+
+// source feeds objects to the builder until stopped.
+type source interface {
+	start() error
+	stop()
+}
+
+// start runs the builder and the source, then waits, bounded, for the first sync.
+func (k *K8sCRD) start() error {
+	k.stop = make(chan struct{})
+	go k.builder.run(k.stop)
+	if err := k.source.start(); err != nil {
+		return plugin.Error("k8scrd", err)
+	}
+	deadline := time.Now().Add(k.cfg.startupWait)
+	for !k.Ready() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !k.Ready() {
+		log.Warningf("Starting without a first sync after %s: answering SERVFAIL for %v until it completes", k.cfg.startupWait, k.Zones)
+	}
+	return nil
+}
+
+func (k *K8sCRD) shutdown() error {
+	k.source.stop()
+	if k.stop != nil {
+		close(k.stop)
+		k.stop = nil
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package k8scrd
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/transfer"
+	"github.com/miekg/dns"
+)
+
+var errNotSynced = errors.New("k8scrd: no first sync yet, nothing to transfer")
+
+// Transfer implements transfer.Transferer: an AXFR of the zone as the store
+// holds it now (one snapshot, so the transfer is consistent). An IXFR whose
+// serial is current gets the SOA alone; any other IXFR falls back to AXFR.
+func (k *K8sCRD) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
+	if plugin.Zones(k.Zones).Matches(zone) != zone {
+		return nil, transfer.ErrNotAuthoritative
+	}
+	s := k.snap.Load()
+	if !s.synced {
+		return nil, errNotSynced
+	}
+	z := s.zones[zone]
+	ch := make(chan []dns.RR, 2)
+	ch <- z.soa
+	if serial != 0 && serial >= z.serial {
+		close(ch)
+		return ch, nil
+	}
+	go func() {
+		defer close(ch)
+		ch <- z.ns
+		var names []string
+		for _, sh := range s.shards {
+			for name, n := range sh {
+				if n.declared() && plugin.Zones(k.Zones).Matches(name) == zone {
+					names = append(names, name)
+				}
+			}
+		}
+		slices.SortFunc(names, canonicalOrder)
+		for _, name := range names {
+			n := s.get(name)
+			types := make([]uint16, 0, len(n.rrsets))
+			for t := range n.rrsets {
+				if name == zone && t == dns.TypeNS {
+					continue // sent above
+				}
+				types = append(types, t)
+			}
+			slices.Sort(types)
+			for _, t := range types {
+				ch <- n.rrsets[t]
+			}
+		}
+		ch <- z.soa
+	}()
+	return ch, nil
+}
+
+// canonicalOrder sorts names label by label from the right (RFC 4034 §6.1, ASCII case already folded).
+func canonicalOrder(a, b string) int {
+	la, lb := dns.SplitDomainName(a), dns.SplitDomainName(b)
+	for i, j := len(la)-1, len(lb)-1; i >= 0 && j >= 0; i, j = i-1, j-1 {
+		if c := strings.Compare(la[i], lb[j]); c != 0 {
+			return c
+		}
+	}
+	return len(la) - len(lb)
+}
