@@ -1,7 +1,10 @@
 package splitdns
 
 import (
+	"sync/atomic"
+
 	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -65,3 +68,39 @@ var (
 		Help:      "Counter of routing tables rebuilt after the kube-dns files changed.",
 	})
 )
+
+// routeMetrics are a route's counters for one server, looked up once rather
+// than per query (a label lookup hashes every label value).
+type routeMetrics struct {
+	server   string
+	requests prometheus.Counter
+	rcodes   [dns.RcodeRefused + 1]prometheus.Counter // NOERROR ... REFUSED
+	tcpRetry prometheus.Counter
+}
+
+// routeCounters caches the routeMetrics of the server a route was last used from.
+type routeCounters struct{ p atomic.Pointer[routeMetrics] }
+
+func (c *routeCounters) get(server, zone string) *routeMetrics {
+	if m := c.p.Load(); m != nil && m.server == server {
+		return m
+	}
+	m := &routeMetrics{
+		server:   server,
+		requests: requestCount.WithLabelValues(server, zone),
+		tcpRetry: tcpRetryCount.WithLabelValues(server, zone),
+	}
+	for rc := range m.rcodes {
+		m.rcodes[rc] = responseCount.WithLabelValues(server, zone, dns.RcodeToString[rc])
+	}
+	c.p.Store(m)
+	return m
+}
+
+func (m *routeMetrics) response(server, zone string, rcode int) {
+	if rcode >= 0 && rcode < len(m.rcodes) {
+		m.rcodes[rcode].Inc()
+		return
+	}
+	responseCount.WithLabelValues(server, zone, rcodeName(rcode)).Inc()
+}

@@ -14,6 +14,7 @@ type route struct {
 	source    string // where the route came from: route, default, resolv, stubDomains, upstreamNameservers
 	upstreams []*upstream
 	policy    Policy
+	counters  routeCounters
 }
 
 // table is the routing table. It is immutable once built: an update builds a

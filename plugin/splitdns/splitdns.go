@@ -44,19 +44,20 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	}
 
 	server := metrics.WithServer(ctx)
-	requestCount.WithLabelValues(server, rt.zone).Inc()
+	rm := rt.counters.get(server, rt.zone)
+	rm.requests.Inc()
 	if looped(r) {
 		loopCount.WithLabelValues(server).Inc()
-		responseCount.WithLabelValues(server, rt.zone, "SERVFAIL").Inc()
+		rm.response(server, rt.zone, dns.RcodeServerFailure)
 		return dns.RcodeServerFailure, errLoop
 	}
 
 	state.Size() // before mark, so the client's own buffer size is remembered
 	m := mark(r)
-	ret, err := s.forward(ctx, state, rt, server)
+	ret, err := s.forward(ctx, state, rt, rm)
 	m.unmark(r)
 	if err != nil {
-		responseCount.WithLabelValues(server, rt.zone, "SERVFAIL").Inc()
+		rm.response(server, rt.zone, dns.RcodeServerFailure)
 		if errors.Is(err, proxy.ErrInvalidRequest) {
 			return dns.RcodeFormatError, err
 		}
@@ -68,18 +69,18 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 		formerr := new(dns.Msg)
 		formerr.SetRcode(r, dns.RcodeFormatError)
 		w.WriteMsg(formerr)
-		responseCount.WithLabelValues(server, rt.zone, "FORMERR").Inc()
+		rm.response(server, rt.zone, dns.RcodeFormatError)
 		return 0, nil
 	}
 	w.WriteMsg(ret)
-	responseCount.WithLabelValues(server, rt.zone, rcodeName(ret.Rcode)).Inc()
+	rm.response(server, rt.zone, ret.Rcode)
 	return 0, nil
 }
 
 // forward sends the query to the route's upstreams in policy order, skipping
 // those that health checks hold down; when all are down it tries the first
 // one anyway, as forward does, in case health checking itself is broken.
-func (s *SplitDNS) forward(ctx context.Context, state request.Request, rt *route, server string) (*dns.Msg, error) {
+func (s *SplitDNS) forward(ctx context.Context, state request.Request, rt *route, rm *routeMetrics) (*dns.Msg, error) {
 	list := rt.policy.List(rt.upstreams)
 	err := errNoUpstream
 	tried := 0
@@ -93,7 +94,7 @@ func (s *SplitDNS) forward(ctx context.Context, state request.Request, rt *route
 			}
 			tried++
 			var ret *dns.Msg
-			ret, err = s.exchange(ctx, state, u, rt, server)
+			ret, err = s.exchange(ctx, state, u, rm)
 			if err == nil {
 				u.answered.Store(true)
 				return ret, nil
@@ -112,7 +113,7 @@ func (s *SplitDNS) forward(ctx context.Context, state request.Request, rt *route
 
 // exchange asks one upstream over the client's transport; a truncated UDP
 // answer is asked again over TCP, and then cut to fit the client's buffer.
-func (s *SplitDNS) exchange(ctx context.Context, state request.Request, u *upstream, rt *route, server string) (*dns.Msg, error) {
+func (s *SplitDNS) exchange(ctx context.Context, state request.Request, u *upstream, rm *routeMetrics) (*dns.Msg, error) {
 	opts := proxy.Options{}
 	for range 3 {
 		ret, _, proto, err := u.proxy.Connect(ctx, state, opts)
@@ -123,7 +124,7 @@ func (s *SplitDNS) exchange(ctx context.Context, state request.Request, u *upstr
 			return nil, err
 		}
 		if ret.Truncated && proto == "udp" && !opts.ForceTCP {
-			tcpRetryCount.WithLabelValues(server, rt.zone).Inc()
+			rm.tcpRetry.Inc()
 			opts.ForceTCP = true
 			continue
 		}
