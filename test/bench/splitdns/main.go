@@ -1,0 +1,311 @@
+// Command splitdns measures forwarding through the splitdns plugin side by
+// side with what users run without it, in one run on one machine:
+//
+//   - splitdns-R: one server block, `splitdns` with R routes and a default;
+//   - forward-R:  stock CoreDNS, one server block with `forward` per zone
+//     (R of them) plus a "." block, the hand-written sidecar;
+//
+// every route and the default pointing at the same upstream (the bare
+// miekg/dns server from test/bench/bare, so that the upstream is not what is
+// measured). dnsperf drives each server in turn, alternating A/B over several
+// rounds; the report gives medians and the ratios splitdns-R/forward-R and
+// splitdns-1000/splitdns-1.
+//
+//	go run ./test/bench/splitdns -routes 1,10,1000 -rounds 5 -seconds 10
+//
+// Placement on a 2-core machine: the server under test is pinned to CPU 0,
+// dnsperf and the upstream to CPU 1 (-pin=false to let the scheduler place them).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	flagRoutes  = flag.String("routes", "1,10,1000", "route counts to measure (comma list)")
+	flagRounds  = flag.Int("rounds", 5, "alternating rounds over all servers")
+	flagSeconds = flag.Int("seconds", 10, "dnsperf run length per server per round")
+	flagClients = flag.Int("clients", 20, "dnsperf -c")
+	flagPin     = flag.Bool("pin", true, "pin the server under test to CPU 0, dnsperf and the upstream to CPU 1")
+	flagCoreDNS = flag.String("coredns", "", "coredns binary (default: build ./cmd/coredns)")
+	flagBase    = flag.String("net", "127.0.77", "first three octets of the loopback addresses to use")
+	flagOut     = flag.String("out", "", "append the markdown report to this file")
+)
+
+// queryZones is how many zones the query names spread over; names in zones
+// a configuration does not route go to its default route (same upstream).
+const queryZones = 1000
+
+type server struct {
+	name  string
+	addr  string // ip
+	proc  *exec.Cmd
+	qps   []float64
+	lost  []float64
+	route int
+}
+
+var (
+	reQPS  = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
+	reLost = regexp.MustCompile(`Queries lost:\s+[0-9]+ \(([0-9.]+)%\)`)
+)
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	root := moduleRoot()
+	work, err := os.MkdirTemp("", "fleetdns-bench-splitdns-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+
+	bin := *flagCoreDNS
+	if bin == "" {
+		bin = filepath.Join(work, "coredns")
+		build(root, bin, "./cmd/coredns")
+	}
+	bare := filepath.Join(work, "bare")
+	build(root, bare, "./test/bench/bare")
+
+	var routes []int
+	for _, s := range strings.Split(*flagRoutes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			log.Fatalf("-routes: %q", s)
+		}
+		routes = append(routes, n)
+	}
+
+	upstream := *flagBase + ".1"
+	up := start(work, "upstream", "1", bare, "-addr", upstream+":53")
+	defer stop(up)
+
+	var servers []*server
+	next := 2
+	for _, r := range routes {
+		for _, kind := range []string{"splitdns", "forward"} {
+			s := &server{name: fmt.Sprintf("%s-%d", kind, r), addr: fmt.Sprintf("%s.%d", *flagBase, next), route: r}
+			next++
+			cf := filepath.Join(work, "Corefile."+s.name)
+			if err := os.WriteFile(cf, []byte(corefile(kind, r, s.addr, upstream)), 0o644); err != nil {
+				log.Fatal(err)
+			}
+			s.proc = start(work, s.name, "0", bin, "-conf", cf)
+			servers = append(servers, s)
+		}
+	}
+	defer func() {
+		for _, s := range servers {
+			stop(s.proc)
+		}
+	}()
+
+	queries := filepath.Join(work, "queries.txt")
+	writeQueries(queries)
+	for _, s := range servers {
+		waitAnswer(s)
+		dnsperf(s, queries, 2) // warm-up: connections to the upstream, caches
+	}
+
+	for round := range *flagRounds {
+		// Rotate the order each round so that no server always runs first.
+		for i := range servers {
+			s := servers[(i+round)%len(servers)]
+			qps, lost := dnsperf(s, queries, *flagSeconds)
+			s.qps = append(s.qps, qps)
+			s.lost = append(s.lost, lost)
+			log.Printf("round %d %-16s %10.0f qps  lost %.2f%%", round+1, s.name, qps, lost)
+		}
+	}
+	report(servers, routes)
+}
+
+func corefile(kind string, routes int, ip, upstream string) string {
+	var b strings.Builder
+	switch kind {
+	case "splitdns":
+		fmt.Fprintf(&b, ".:53 {\n    bind %s\n    splitdns {\n", ip)
+		for i := range routes {
+			fmt.Fprintf(&b, "        route zone-%d.corp %s:53\n", i, upstream)
+		}
+		fmt.Fprintf(&b, "        default %s:53\n    }\n}\n", upstream)
+	case "forward":
+		for i := range routes {
+			fmt.Fprintf(&b, "zone-%d.corp:53 {\n    bind %s\n    forward . %s:53\n}\n", i, ip, upstream)
+		}
+		fmt.Fprintf(&b, ".:53 {\n    bind %s\n    forward . %s:53\n}\n", ip, upstream)
+	}
+	return b.String()
+}
+
+// writeQueries writes 20,000 A queries: nine in ten under zone-0.corp ...
+// zone-999.corp (two labels below the zone), one in ten outside every zone.
+func writeQueries(path string) {
+	var b strings.Builder
+	for i := range 20000 {
+		if i%10 == 9 {
+			fmt.Fprintf(&b, "host-%d.example.com A\n", i)
+			continue
+		}
+		fmt.Fprintf(&b, "host-%d.svc.zone-%d.corp A\n", i, i%queryZones)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func dnsperf(s *server, queries string, seconds int) (qps, lost float64) {
+	argv := []string{"dnsperf", "-s", s.addr, "-d", queries, "-l", strconv.Itoa(seconds), "-c", strconv.Itoa(*flagClients), "-T", "1", "-t", "2"}
+	if *flagPin {
+		argv = append([]string{"taskset", "-c", "1"}, argv...)
+	}
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		log.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	m := reQPS.FindSubmatch(out)
+	if m == nil {
+		log.Fatalf("no rate in dnsperf output:\n%s", out)
+	}
+	qps, _ = strconv.ParseFloat(string(m[1]), 64)
+	if m := reLost.FindSubmatch(out); m != nil {
+		lost, _ = strconv.ParseFloat(string(m[1]), 64)
+	}
+	return qps, lost
+}
+
+func waitAnswer(s *server) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := exec.Command("dig", "+short", "+time=1", "+tries=1", "@"+s.addr, "host-1.svc.zone-0.corp", "A").Output()
+		if err == nil && strings.TrimSpace(string(out)) != "" {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	log.Fatalf("%s on %s does not answer", s.name, s.addr)
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func report(servers []*server, routes []int) {
+	by := map[string]*server{}
+	for _, s := range servers {
+		by[s.name] = s
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n### splitdns vs stock forward (%s)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	pin := "no pinning"
+	if *flagPin {
+		pin = "server under test on CPU 0, dnsperf and upstream on CPU 1"
+	}
+	fmt.Fprintf(&b, "Command: `go run ./test/bench/splitdns -routes %s -rounds %d -seconds %d -clients %d`; %s; upstream: test/bench/bare; 20,000 A query names, 90%% under %d zones, 10%% outside every zone.\n\n",
+		*flagRoutes, *flagRounds, *flagSeconds, *flagClients, pin, queryZones)
+	b.WriteString("| server | median qps | runs (qps) | max lost |\n|---|---:|---|---:|\n")
+	for _, s := range servers {
+		runs := make([]string, len(s.qps))
+		for i, q := range s.qps {
+			runs[i] = fmt.Sprintf("%.0f", q)
+		}
+		maxLost := 0.0
+		for _, l := range s.lost {
+			maxLost = max(maxLost, l)
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.2f%% |\n", s.name, median(s.qps), strings.Join(runs, ", "), maxLost)
+	}
+	b.WriteString("\n| ratio (medians) | value | goal |\n|---|---:|---:|\n")
+	for _, r := range routes {
+		sd, fw := by[fmt.Sprintf("splitdns-%d", r)], by[fmt.Sprintf("forward-%d", r)]
+		fmt.Fprintf(&b, "| splitdns-%d / forward-%d | %.3f | >= 1.0 |\n", r, r, median(sd.qps)/median(fw.qps))
+	}
+	if one, ok := by["splitdns-1"]; ok {
+		for _, r := range routes {
+			if r == 1 {
+				continue
+			}
+			sd := by[fmt.Sprintf("splitdns-%d", r)]
+			fmt.Fprintf(&b, "| splitdns-%d / splitdns-1 | %.3f | >= 0.95 |\n", r, median(sd.qps)/median(one.qps))
+		}
+	}
+	fmt.Print(b.String())
+	if *flagOut != "" {
+		f, err := os.OpenFile(*flagOut, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		f.WriteString(b.String())
+	}
+}
+
+func start(dir, name, cpu, bin string, args ...string) *exec.Cmd {
+	argv := append([]string{bin}, args...)
+	if *flagPin {
+		argv = append([]string{"taskset", "-c", cpu}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		log.Fatalf("%s: %v", name, err)
+	}
+	return cmd
+}
+
+func stop(cmd *exec.Cmd) {
+	if cmd != nil && cmd.Process != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+}
+
+func build(root, out, pkg string) {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		log.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+}
+
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			log.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
