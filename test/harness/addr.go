@@ -30,7 +30,7 @@ func NewIP(t testing.TB) string {
 		t.Fatalf("loopback lock dir: %v", err)
 	}
 	for range 1000 {
-		ip := fmt.Sprintf("127.%d.%d.%d", 100+rand.IntN(155), rand.IntN(256), 1+rand.IntN(254))
+		ip := randomIP()
 		if !reserve(ip) {
 			continue
 		}
@@ -127,4 +127,8 @@ func FreePort(t testing.TB, ip string) int {
 func HostPort(t testing.TB, ip string) string {
 	t.Helper()
 	return net.JoinHostPort(ip, strconv.Itoa(FreePort(t, ip)))
+}
+
+func randomIP() string {
+	return fmt.Sprintf("127.%d.%d.%d", 100+rand.IntN(155), rand.IntN(256), 1+rand.IntN(254))
 }

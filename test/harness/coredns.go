@@ -22,18 +22,26 @@ import (
 // the test's working directory.
 func ModuleRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return dir
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
 	}
 	for {
 		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 		if err == nil && strings.Contains(string(b), "module github.com/fleetdns/fleetdns\n") {
-			return dir
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("no fleetdns go.mod above the working directory")
+			return "", errors.New("no fleetdns go.mod above the working directory")
 		}
 		dir = parent
 	}
@@ -199,7 +207,6 @@ func StartCoreDNS(t testing.TB, corefile string, opts ...Option) *CoreDNS {
 // Restart stops coredns and starts it again on the same Corefile, waiting
 // for readiness as StartCoreDNS did.
 func (c *CoreDNS) Restart() {
-	c.t.Helper()
 	c.Process.Restart()
 	if !c.o.noWait {
 		if err := c.WaitReady(c.o.timeout); err != nil {

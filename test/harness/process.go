@@ -24,7 +24,7 @@ type Process struct {
 	Dir  string   // working directory
 	Env  []string // extra environment (added to os.Environ())
 
-	t       testing.TB
+	t       logger
 	mu      sync.Mutex
 	log     bytes.Buffer
 	logFile *os.File
@@ -41,23 +41,50 @@ func StartProcess(t testing.TB, name, path string, args []string, dir string, en
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	p := &Process{Name: name, Path: path, Args: args, Dir: dir, Env: env, t: t}
-	f, err := os.OpenFile(fmt.Sprintf("%s/%s.log", dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := newProcess(t, name, path, args, dir, env...)
 	if err != nil {
-		t.Fatalf("%s: log file: %v", name, err)
-	}
-	p.logFile = f
-	if err := p.start(); err != nil {
-		t.Fatalf("%s: start: %v", name, err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		p.Stop()
 		if t.Failed() {
-			p.dump()
+			p.dump(t)
 		}
-		f.Close()
+		p.logFile.Close()
 	})
 	return p
+}
+
+// logger is what a Process needs from its owner: a test, or for processes
+// shared by a whole test package (the API server), stderr.
+type logger interface {
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// stderrLogger serves processes started outside a test (TestMain).
+type stderrLogger struct{}
+
+func (stderrLogger) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+func (stderrLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "ERROR: "+format+"\n", args...)
+}
+func (stderrLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
+// newProcess starts a process whose stop is the caller's business.
+func newProcess(l logger, name, path string, args []string, dir string, env ...string) (*Process, error) {
+	p := &Process{Name: name, Path: path, Args: args, Dir: dir, Env: env, t: l}
+	f, err := os.OpenFile(fmt.Sprintf("%s/%s.log", dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	p.logFile = f
+	if err := p.start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	return p, nil
 }
 
 type logWriter struct{ p *Process }
@@ -215,7 +242,6 @@ func (p *Process) stop(sig syscall.Signal, grace time.Duration) {
 // Restart stops the process (SIGTERM) and starts it again with the same
 // arguments; the log continues in the same buffer after a marker line.
 func (p *Process) Restart() {
-	p.t.Helper()
 	p.Stop()
 	if err := p.start(); err != nil {
 		p.t.Fatalf("%s: restart: %v", p.Name, err)
@@ -243,12 +269,12 @@ func (p *Process) RSS() (int64, error) {
 // maxDump bounds how much of a log a failed test prints.
 const maxDump = 64 << 10
 
-func (p *Process) dump() {
-	l := p.Log()
-	if len(l) > maxDump {
-		l = "...(" + fmt.Sprint(len(l)-maxDump) + " bytes cut, full log in " + p.LogFile() + ")\n" + l[len(l)-maxDump:]
+func (p *Process) dump(l logger) {
+	out := p.Log()
+	if len(out) > maxDump {
+		out = "...(" + fmt.Sprint(len(out)-maxDump) + " bytes cut, full log in " + p.LogFile() + ")\n" + out[len(out)-maxDump:]
 	}
-	p.t.Logf("--- %s log (%s %s) ---\n%s--- end of %s log ---", p.Name, p.Path, strings.Join(p.Args, " "), l, p.Name)
+	l.Logf("--- %s log (%s %s) ---\n%s--- end of %s log ---", p.Name, p.Path, strings.Join(p.Args, " "), out, p.Name)
 }
 
 // Run runs a command to completion with a deadline and returns its combined
@@ -264,3 +290,15 @@ func Run(ctx context.Context, path string, args ...string) (string, error) {
 }
 
 var _ io.Writer = logWriter{}
+
+// RunStdin is Run with stdin.
+func RunStdin(ctx context.Context, stdin, path string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, path, args...)
+	var out bytes.Buffer
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	return out.String(), err
+}
