@@ -53,6 +53,7 @@ var directives = []string{
 	"clouddns",
 	"k8s_external",
 	"kubernetes",
+	"localtargets",
 	"gslb",
 	"k8scrd",
 	"file",

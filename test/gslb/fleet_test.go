@@ -1,0 +1,325 @@
+package gslb
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetdns/fleetdns/test/harness"
+
+	"github.com/miekg/dns"
+)
+
+const (
+	zone   = "gslb.example.com"
+	parent = "example.com"
+
+	// Timings of every cluster's gslb block: short, so that a test sees a
+	// failover within seconds.
+	peerTimeout = 500 * time.Millisecond
+	peerRefresh = time.Second
+	splitBrain  = 3 * time.Second
+)
+
+// tags are the three clusters, in failover order.
+var tags = []string{"eu", "us", "ap"}
+
+// targetsOf are each cluster's own targets for every host it declares.
+var targetsOf = map[string][]string{
+	"eu": {"10.10.0.1", "10.10.0.2"},
+	"us": {"10.20.0.1"},
+	"ap": {"10.30.0.1"},
+}
+
+// v6Of are the AAAA targets of the dual-stack host: eu and ap only.
+var v6Of = map[string][]string{
+	"eu": {"fd00:10::1"},
+	"ap": {"fd00:30::1"},
+}
+
+// The client subnets that `geo cidr` maps to each cluster.
+var subnetOf = map[string]string{"eu": "10.1.0.0/16", "us": "10.2.0.0/16", "ap": "10.3.0.0/16"}
+
+// host names, one per strategy, declared alike in every cluster.
+const (
+	hostFailover = "failover." + zone
+	hostRR       = "rr." + zone
+	hostWeighted = "weighted." + zone
+	hostGeo      = "geo." + zone
+	hostDual     = "dual." + zone
+	hostDefault  = "default." + zone // no providerSpecific: the Corefile's strategy
+)
+
+// cluster is one coredns process: its geo tag, address and manifest folder.
+type cluster struct {
+	tag  string
+	ip   string
+	addr string // ip:53
+	dir  string // k8scrd's directory
+	srv  *harness.CoreDNS
+}
+
+// fleet is the parent zone instance and the clusters it delegates to.
+type fleet struct {
+	parentIP  string
+	parent    *harness.CoreDNS
+	parentDir string
+	clusters  map[string]*cluster
+	// targets are each cluster's own targets (targetsOf unless a test
+	// changes them before start).
+	targets map[string][]string
+	// delegation holds the name servers the parent lists, tag -> address;
+	// more can be added (a k8gb peer) before start or with setDelegation.
+	delegation map[string]nsEntry
+}
+
+type nsEntry struct {
+	name string // the name server's name
+	ip   string
+}
+
+// fleetOptions change what the clusters run.
+type fleetOptions struct {
+	// extra lines inside each cluster's gslb block, by tag ("" for all).
+	gslbExtra map[string]string
+	// extra lines inside each cluster's server block, before localtargets.
+	blockExtra map[string]string
+	// localtargets replaces a cluster's `localtargets` line (e.g. with a
+	// healthcheck block), by tag.
+	localtargets map[string]string
+	// files written beside each Corefile (e.g. the MaxMind DB).
+	files map[string]string
+	// plainZone, when set, is served by the same server block through
+	// k8scrd alone (no gslb): the benchmark's baseline.
+	plainZone string
+}
+
+// nsName is the default pattern gslb-ns-{geotag}.{zone}.
+func nsName(tag string) string { return "gslb-ns-" + tag + "." + zone }
+
+// k8gbNSName is k8gb's pattern: gslb-ns-<geotag>-<zone with dashes>.<parent>.
+func k8gbNSName(tag string) string {
+	return "gslb-ns-" + tag + "-" + strings.ReplaceAll(zone, ".", "-") + "." + parent
+}
+
+// newFleet reserves addresses and writes every cluster's data; start()
+// runs the processes.
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	requirePlugins(t, "k8scrd", "localtargets", "gslb")
+	f := &fleet{clusters: map[string]*cluster{}, delegation: map[string]nsEntry{}, targets: map[string][]string{}}
+	f.parentIP = harness.NewIP(t)
+	f.parentDir = t.TempDir()
+	for _, tag := range tags {
+		c := &cluster{tag: tag, ip: harness.NewIP(t), dir: t.TempDir()}
+		c.addr = net.JoinHostPort(c.ip, "53")
+		f.clusters[tag] = c
+		f.delegation[tag] = nsEntry{name: nsName(tag), ip: c.ip}
+		f.targets[tag] = targetsOf[tag]
+	}
+	return f
+}
+
+// clusterHosts is what one cluster's store declares: every host, with this
+// cluster's targets and the per-host policy in providerSpecific.
+func clusterHosts(tag string, own []string) string {
+	return manifest("gslb-hosts", "apps", nil,
+		endpoint{name: hostFailover, rtype: "A", ttl: 5, targets: own,
+			properties: map[string]string{"gslb/strategy": "failover", "gslb/primary": "eu,us,ap"}},
+		endpoint{name: hostRR, rtype: "A", ttl: 5, targets: own,
+			properties: map[string]string{"gslb/strategy": "roundRobin"}},
+		endpoint{name: hostWeighted, rtype: "A", ttl: 5, targets: own,
+			properties: map[string]string{"gslb/strategy": "weighted", "gslb/weight": "eu=0,us=1,ap=1"}},
+		endpoint{name: hostGeo, rtype: "A", ttl: 5, targets: own,
+			properties: map[string]string{"gslb/strategy": "geoip"}},
+		endpoint{name: hostDual, rtype: "A", ttl: 5, targets: own,
+			properties: map[string]string{"gslb/strategy": "failover", "gslb/primary": "us,eu,ap"}},
+		endpoint{name: hostDual, rtype: "AAAA", ttl: 5, targets: v6Of[tag]},
+		endpoint{name: hostDefault, rtype: "A", ttl: 5, targets: own},
+	)
+}
+
+// parentManifest is the parent zone: the delegation of the GSLB zone (NS)
+// and the glue of its name servers.
+func (f *fleet) parentManifest() string {
+	var ns []string
+	var glue []endpoint
+	keys := make(map[string]string, len(f.delegation))
+	for tag := range f.delegation {
+		keys[tag] = ""
+	}
+	for _, tag := range sortedKeys(keys) {
+		e := f.delegation[tag]
+		ns = append(ns, e.name)
+		glue = append(glue, endpoint{name: e.name, rtype: "A", ttl: 60, targets: []string{e.ip}})
+	}
+	eps := append([]endpoint{
+		{name: "www." + parent, rtype: "A", ttl: 60, targets: []string{"192.0.2.1"}},
+		{name: zone, rtype: "NS", ttl: 60, targets: ns},
+	}, glue...)
+	return manifest("delegation", "dns", nil, eps...)
+}
+
+// setDelegation rewrites the parent's delegation; k8scrd serves it at once.
+func (f *fleet) setDelegation(t *testing.T) {
+	t.Helper()
+	writeManifest(t, f.parentDir, "delegation.yaml", f.parentManifest())
+}
+
+// clusterCorefile is one cluster's GSLB block: authoritative only (no
+// forward), localtargets, gslb and k8scrd in the documented order.
+func (f *fleet) clusterCorefile(c *cluster, o fleetOptions) string {
+	var geo strings.Builder
+	for _, tag := range tags {
+		fmt.Fprintf(&geo, "        geo cidr %s %s\n", subnetOf[tag], tag)
+	}
+	lt := "localtargets"
+	if l, ok := o.localtargets[c.tag]; ok {
+		lt = l
+	}
+	keys := zone + ":53"
+	zones := zone
+	if o.plainZone != "" {
+		keys += " " + o.plainZone + ":53"
+		zones += " " + o.plainZone
+	}
+	return fmt.Sprintf(`%[12]s {
+    bind %[2]s
+%[7]s    %[14]s
+    gslb %[1]s {
+        geotag %[3]s
+        peers_from_ns %[4]s:53 {
+            refresh 1s
+        }
+        strategy roundRobin
+        timeout %[5]s
+        refresh %[6]s
+        split_brain_threshold %[8]s
+        ttl 5
+%[9]s%[10]s    }
+    k8scrd %[13]s {
+        directory %[11]s
+    }
+    errors
+}
+`, zone, c.ip, c.tag, f.parentIP, peerTimeout, peerRefresh, o.blockExtra[c.tag]+o.blockExtra[""],
+		splitBrain, geo.String(), o.gslbExtra[c.tag]+o.gslbExtra[""], c.dir, keys, zones, lt)
+}
+
+// start runs the parent and every cluster, and waits until each cluster
+// answers its failover host from its primary (so every peer has been asked).
+func (f *fleet) start(t *testing.T, o fleetOptions) {
+	t.Helper()
+	for _, tag := range tags {
+		writeManifest(t, f.clusters[tag].dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
+	}
+	f.setDelegation(t)
+	f.parent = harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
+    bind %s
+    k8scrd %s {
+        directory %s
+    }
+    errors
+}
+`, parent, f.parentIP, parent, f.parentDir), harness.WithProbe("www."+parent, dns.TypeA))
+
+	for _, tag := range tags {
+		c := f.clusters[tag]
+		var opts []harness.Option
+		for name, content := range o.files {
+			opts = append(opts, harness.WithFile(name, content))
+		}
+		opts = append(opts, harness.WithProbe(hostDefault, dns.TypeA))
+		c.srv = harness.StartCoreDNS(t, f.clusterCorefile(c, o), opts...)
+	}
+	want := f.union("eu")
+	for _, tag := range tags {
+		c := f.clusters[tag]
+		harness.Eventually(t, 15*time.Second, func() (bool, string) {
+			got, err := ask(c.addr, hostFailover, dns.TypeA)
+			return err == nil && equal(got, want), fmt.Sprintf("%s: failover answer %v (%v), want eu's %v", tag, got, err, want)
+		})
+	}
+}
+
+// ask queries addr over UDP once and returns the sorted answer targets.
+func ask(addr, name string, qtype uint16, opts ...harness.QueryOption) ([]string, error) {
+	opts = append([]harness.QueryOption{harness.Attempts(1), harness.Timeout(2 * time.Second)}, opts...)
+	m, err := harness.Ask(addr, name, qtype, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if m.Rcode != dns.RcodeSuccess {
+		return nil, fmt.Errorf("%s %s: rcode %s", name, dns.TypeToString[qtype], dns.RcodeToString[m.Rcode])
+	}
+	return harness.Targets(m, qtype), nil
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// union returns the sorted targets of the given clusters.
+func (f *fleet) union(tagList ...string) []string {
+	var out []string
+	for _, tag := range tagList {
+		out = append(out, f.targets[tag]...)
+	}
+	return sorted(out)
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// writeFile writes a file into dir and returns its path.
+func writeFile(t testing.TB, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// requirePlugins stops the test through harness.Missing when the coredns
+// binary under test lacks one of the plugins (a build from before they
+// landed): a skip, or a failure under FLEETDNS_REQUIRE_ALL=1.
+func requirePlugins(t *testing.T, names ...string) {
+	t.Helper()
+	bin := harness.CoreDNSBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := harness.Run(ctx, bin, "-plugins")
+	if err != nil {
+		t.Fatalf("%s -plugins: %v\n%s", bin, err, out)
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Fields(out) {
+		have[strings.TrimPrefix(l, "dns.")] = true
+	}
+	for _, n := range names {
+		if !have[n] {
+			harness.Missing(t, "plugin %s is not in %s", n, bin)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package gslb
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetdns/fleetdns/test/harness"
+
+	"github.com/miekg/dns"
+)
+
+// service is a TCP listener standing for a target's service on ip:53/tcp.
+type service struct {
+	addr string
+	l    net.Listener
+}
+
+func (s *service) up(t *testing.T) {
+	t.Helper()
+	l, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.l = l
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+}
+
+func (s *service) down() { s.l.Close() }
+
+// TestHealthChecksLeaveFailingTargetsOut gives eu two targets whose service
+// is a real TCP listener, checked by localtargets. A failing target leaves
+// eu's localtargets- answer and so every cluster's failover answer; when all
+// of eu's targets fail, eu answers NODATA and the others fail over to us at
+// once (eu is up, with no targets: no split-brain wait); when the services
+// return, so does eu.
+func TestHealthChecksLeaveFailingTargetsOut(t *testing.T) {
+	f := newFleet(t)
+	s1, s2 := &service{addr: harness.NewIP(t) + ":53"}, &service{addr: harness.NewIP(t) + ":53"}
+	s1.up(t)
+	s2.up(t)
+	ip1, _, _ := net.SplitHostPort(s1.addr)
+	ip2, _, _ := net.SplitHostPort(s2.addr)
+	f.targets["eu"] = sorted([]string{ip1, ip2})
+	metrics := harness.HostPort(t, f.clusters["eu"].ip)
+	f.start(t, fleetOptions{
+		localtargets: map[string]string{"eu": `localtargets {
+        healthcheck tcp 53 {
+            interval 200ms
+            timeout 100ms
+            fails 2
+            passes 1
+        }
+    }`},
+		blockExtra: map[string]string{"eu": "    prometheus " + metrics + "\n"},
+	})
+	eu := f.clusters["eu"]
+	// Health detection (fails x interval) plus one peer refresh.
+	bound := 2*200*time.Millisecond + peerRefresh + peerTimeout + slack + time.Second
+
+	expect := func(what string, eu, others []string) {
+		t.Helper()
+		harness.Eventually(t, bound, func() (bool, string) {
+			got, err := ask(f.clusters["eu"].addr, "localtargets-"+hostFailover, dns.TypeA)
+			if err != nil || !equal(got, eu) {
+				return false, fmt.Sprintf("%s: eu's localtargets-%s = %v (%v), want %v", what, hostFailover, got, err, eu)
+			}
+			for _, tag := range tags {
+				got, err := ask(f.clusters[tag].addr, hostFailover, dns.TypeA)
+				if err != nil || !equal(got, others) {
+					return false, fmt.Sprintf("%s: %s at %s = %v (%v), want %v", what, hostFailover, tag, got, err, others)
+				}
+			}
+			return true, ""
+		})
+	}
+
+	expect("both services up", f.union("eu"), f.union("eu"))
+	if v := metricValue(t, metrics, "coredns_localtargets_target_healthy", ip2); v != "1" {
+		t.Errorf("target_healthy{target=%s} = %q, want 1", ip2, v)
+	}
+
+	s2.down()
+	expect("one service down", []string{ip1}, []string{ip1})
+	if v := metricValue(t, metrics, "coredns_localtargets_target_healthy", ip2); v != "0" {
+		t.Errorf("target_healthy{target=%s} = %q after its service went down, want 0", ip2, v)
+	}
+
+	start := time.Now()
+	s1.down()
+	expect("every service down", nil, f.union("us"))
+	t.Logf("failover to us %v after eu's last target failed", time.Since(start).Round(time.Millisecond))
+	m := harness.Exchange(t, eu.addr, "localtargets-"+hostFailover, dns.TypeA)
+	if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 0 || !m.Authoritative || !hasSOA(m.Ns) {
+		t.Errorf("eu with every target failing: %s AA=%v answer %v ns %v, want authoritative NODATA with SOA",
+			dns.RcodeToString[m.Rcode], m.Authoritative, m.Answer, m.Ns)
+	}
+
+	s1.up(t)
+	s2.up(t)
+	expect("services back", f.union("eu"), f.union("eu"))
+
+	// A state change is logged once, not per check.
+	if n := strings.Count(eu.srv.Log(), "Target "+ip2+" is unhealthy"); n != 1 {
+		t.Errorf("eu logged %q %d times, want once", "Target "+ip2+" is unhealthy", n)
+	}
+}
+
+// metricValue scrapes a Prometheus endpoint for the sample of name whose
+// labels mention label, and returns its value ("" when absent).
+func metricValue(t *testing.T, hostport, name, label string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + hostport + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, name+"{") && strings.Contains(line, `"`+label+`"`) {
+			return line[strings.LastIndex(line, " ")+1:]
+		}
+	}
+	return ""
+}

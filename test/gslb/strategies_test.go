@@ -1,0 +1,235 @@
+package gslb
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/fleetdns/fleetdns/test/harness"
+
+	"github.com/miekg/dns"
+)
+
+// TestStrategiesFromEveryCluster starts three clusters that find each other
+// through the parent's NS delegation, and asks every cluster for every
+// strategy's host: the answer is the same wherever a client asks.
+func TestStrategiesFromEveryCluster(t *testing.T) {
+	f := newFleet(t)
+	// A client address that `geo cidr` maps to ap: geoip without ECS goes by
+	// the source address.
+	clientIP := harness.NewIP(t)
+	writeK8gbObjects(t, f)
+	f.start(t, fleetOptions{gslbExtra: map[string]string{"": fmt.Sprintf("        geo cidr %s/32 ap\n", clientIP)}})
+
+	for _, tag := range tags {
+		c := f.clusters[tag]
+		t.Run("from "+tag, func(t *testing.T) {
+			t.Run("localtargets is this cluster's own targets", func(t *testing.T) {
+				got, err := ask(c.addr, "localtargets-"+hostRR, dns.TypeA)
+				if err != nil || !equal(got, sorted(targetsOf[tag])) {
+					t.Errorf("localtargets-%s A = %v (%v), want %v", hostRR, got, err, targetsOf[tag])
+				}
+			})
+			t.Run("failover answers the first primary", func(t *testing.T) {
+				got, err := ask(c.addr, hostFailover, dns.TypeA)
+				if err != nil || !equal(got, f.union("eu")) {
+					t.Errorf("%s A = %v (%v), want eu's %v", hostFailover, got, err, f.union("eu"))
+				}
+			})
+			t.Run("roundRobin answers every cluster's targets", func(t *testing.T) {
+				for _, name := range []string{hostRR, hostDefault} {
+					got, err := ask(c.addr, name, dns.TypeA)
+					if want := f.union(tags...); err != nil || !equal(got, want) {
+						t.Errorf("%s A = %v (%v), want %v", name, got, err, want)
+					}
+				}
+			})
+			t.Run("weighted draws one tag, never weight 0", func(t *testing.T) {
+				seen := map[string]int{}
+				for range 60 {
+					got, err := ask(c.addr, hostWeighted, dns.TypeA)
+					if err != nil {
+						t.Fatal(err)
+					}
+					switch {
+					case equal(got, f.union("us")):
+						seen["us"]++
+					case equal(got, f.union("ap")):
+						seen["ap"]++
+					default:
+						t.Fatalf("%s A = %v: not exactly one of us %v or ap %v (eu has weight 0)", hostWeighted, got, f.union("us"), f.union("ap"))
+					}
+				}
+				// us=1, ap=1: 60 draws miss one side with probability 2^-59.
+				if seen["us"] == 0 || seen["ap"] == 0 {
+					t.Errorf("weighted draws %v: want both us and ap", seen)
+				}
+			})
+			t.Run("geoip by client subnet", func(t *testing.T) {
+				for _, want := range tags {
+					m, err := harness.Ask(c.addr, hostGeo, dns.TypeA, harness.ECS(subnetIn(want)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := harness.Targets(m, dns.TypeA); !equal(got, f.union(want)) {
+						t.Errorf("ECS %s: %v, want %s's %v", subnetIn(want), got, want, f.union(want))
+					}
+					// RFC 7871 §7.2.1: scope is the matched CIDR's prefix.
+					if ecs := replyECS(m); ecs == nil || ecs.SourceScope != 16 || ecs.SourceNetmask != 24 {
+						t.Errorf("ECS %s: reply ECS %v, want source /24 scope /16", subnetIn(want), ecs)
+					}
+				}
+				m, err := harness.Ask(c.addr, hostGeo, dns.TypeA, harness.ECS("192.0.2.0/24"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := harness.Targets(m, dns.TypeA); !equal(got, f.union(tags...)) {
+					t.Errorf("unmapped ECS 192.0.2.0/24: %v, want every target %v", got, f.union(tags...))
+				}
+			})
+			t.Run("geoip by source address without ECS", func(t *testing.T) {
+				got, err := askFrom(clientIP, c.addr, hostGeo, dns.TypeA)
+				if err != nil || !equal(got, f.union("ap")) {
+					t.Errorf("from %s (mapped to ap): %v (%v), want %v", clientIP, got, err, f.union("ap"))
+				}
+			})
+			t.Run("no ECS in the reply when the query had none", func(t *testing.T) {
+				m, err := harness.Ask(c.addr, hostGeo, dns.TypeA, harness.EDNS(1232))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ecs := replyECS(m); ecs != nil {
+					t.Errorf("reply carries ECS %v to a query without it", ecs)
+				}
+			})
+			t.Run("ECS scope 0 when the answer did not depend on the client", func(t *testing.T) {
+				m, err := harness.Ask(c.addr, hostRR, dns.TypeA, harness.ECS(subnetIn("eu")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ecs := replyECS(m); ecs == nil || ecs.SourceScope != 0 {
+					t.Errorf("roundRobin reply ECS %v, want echoed with scope 0", ecs)
+				}
+			})
+			t.Run("dual-stack client is never split across clusters", func(t *testing.T) {
+				// primary us,eu,ap: us has A only, so it has targets and wins;
+				// AAAA is then NODATA, not eu's AAAA.
+				got, err := ask(c.addr, hostDual, dns.TypeA)
+				if err != nil || !equal(got, f.union("us")) {
+					t.Errorf("%s A = %v (%v), want us's %v", hostDual, got, err, f.union("us"))
+				}
+				m, err := harness.Ask(c.addr, hostDual, dns.TypeAAAA)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 0 {
+					t.Errorf("%s AAAA = %s %v, want NODATA (us has no AAAA)", hostDual, dns.RcodeToString[m.Rcode], harness.RRStrings(m.Answer))
+				}
+			})
+			t.Run("objects written by the k8gb operator are served as written", func(t *testing.T) {
+				if tag == "ap" {
+					return // ap has none
+				}
+				want := k8gbAnswer[tag]
+				if got, err := ask(c.addr, hostK8gb, dns.TypeA); err != nil || !equal(got, want) {
+					t.Errorf("%s A = %v (%v), want the operator's answer %v, not re-assembled", hostK8gb, got, err, want)
+				}
+				want = k8gbLocal[tag]
+				if got, err := ask(c.addr, "localtargets-"+hostK8gb, dns.TypeA); err != nil || !equal(got, want) {
+					t.Errorf("localtargets-%s A = %v (%v), want the operator's record %v", hostK8gb, got, err, want)
+				}
+			})
+			t.Run("other types and names fall through to k8scrd", func(t *testing.T) {
+				m, err := harness.Ask(c.addr, hostRR, dns.TypeTXT)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 0 || !m.Authoritative || !hasSOA(m.Ns) {
+					t.Errorf("%s TXT: %s AA=%v answer %v ns %v, want authoritative NODATA with SOA",
+						hostRR, dns.RcodeToString[m.Rcode], m.Authoritative, m.Answer, m.Ns)
+				}
+				m, err = harness.Ask(c.addr, "nothere."+zone, dns.TypeA)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Rcode != dns.RcodeNameError || !hasSOA(m.Ns) {
+					t.Errorf("undeclared name: %s, want NXDOMAIN with SOA", dns.RcodeToString[m.Rcode])
+				}
+			})
+		})
+	}
+}
+
+// subnetIn is a /24 inside the subnet `geo cidr` maps to tag.
+func subnetIn(tag string) string {
+	return map[string]string{"eu": "10.1.2.0/24", "us": "10.2.2.0/24", "ap": "10.3.2.0/24"}[tag]
+}
+
+func replyECS(m *dns.Msg) *dns.EDNS0_SUBNET {
+	opt := m.IsEdns0()
+	if opt == nil {
+		return nil
+	}
+	for _, o := range opt.Option {
+		if e, ok := o.(*dns.EDNS0_SUBNET); ok {
+			return e
+		}
+	}
+	return nil
+}
+
+func hasSOA(rrs []dns.RR) bool {
+	for _, rr := range rrs {
+		if rr.Header().Rrtype == dns.TypeSOA {
+			return true
+		}
+	}
+	return false
+}
+
+// askFrom queries addr from the local address src (a loopback address the
+// test owns), as a client at src would.
+func askFrom(src, addr, name string, qtype uint16) ([]string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	r, err := exchangeFrom(src, addr, m)
+	if err != nil {
+		return nil, err
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
+	}
+	return harness.Targets(r, qtype), nil
+}
+
+func exchangeFrom(src, addr string, m *dns.Msg) (*dns.Msg, error) {
+	cl := dns.Client{Net: "udp", Timeout: 2 * time.Second,
+		Dialer: &net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}}
+	r, _, err := cl.Exchange(m, addr)
+	return r, err
+}
+
+// The k8gb operator's objects for one host in eu and us: each cluster's
+// localtargets- record and the answer the operator assembled (eu's is
+// stale: it does not know us's target yet). Served as written, eu's answer
+// never gains us's target.
+const hostK8gb = "k8gb." + zone
+
+var (
+	k8gbLocal  = map[string][]string{"eu": {"10.99.0.1"}, "us": {"10.97.0.1"}}
+	k8gbAnswer = map[string][]string{"eu": {"10.98.0.1", "10.99.0.1"}, "us": {"10.97.0.1", "10.98.0.1", "10.99.0.1"}}
+)
+
+func writeK8gbObjects(t *testing.T, f *fleet) {
+	for _, tag := range []string{"eu", "us"} {
+		// The legacy label in us, the current one in eu.
+		label := map[string]string{"eu": "k8gb.io/dnstype", "us": "k8gb.absa.oss/dnstype"}[tag]
+		writeManifest(t, f.clusters[tag].dir, "k8gb.yaml", manifest("k8gb-app", "k8gb", map[string]string{label: "local"},
+			endpoint{name: "localtargets-" + hostK8gb, rtype: "A", ttl: 30, targets: k8gbLocal[tag],
+				labels: map[string]string{"strategy": "roundRobin"}},
+			endpoint{name: hostK8gb, rtype: "A", ttl: 30, targets: k8gbAnswer[tag],
+				labels: map[string]string{"strategy": "roundRobin"}},
+		))
+	}
+}
