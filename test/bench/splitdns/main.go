@@ -47,17 +47,28 @@ var (
 const queryZones = 1000
 
 type server struct {
-	name  string
-	addr  string // ip
-	proc  *exec.Cmd
-	qps   []float64
-	lost  []float64
-	route int
+	name   string
+	addr   string // ip
+	proc   *exec.Cmd
+	qps    []float64
+	lost   []float64
+	usPerQ []float64 // server CPU (user+sys) per answered query, microseconds
+	route  int
+}
+
+// pair is one A/B comparison; ratios are per round, A then B back to back
+// (order swapped every round), so that load drifting on a shared machine
+// hits both alike.
+type pair struct {
+	a, b   *server
+	goal   float64
+	ratios []float64
 }
 
 var (
 	reQPS  = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
 	reLost = regexp.MustCompile(`Queries lost:\s+[0-9]+ \(([0-9.]+)%\)`)
+	reDone = regexp.MustCompile(`Queries completed:\s+([0-9]+)`)
 )
 
 func main() {
@@ -115,20 +126,59 @@ func main() {
 	writeQueries(queries)
 	for _, s := range servers {
 		waitAnswer(s)
-		dnsperf(s, queries, 2) // warm-up: connections to the upstream, caches
+		_, _, _ = dnsperf(s, queries, 2) // warm-up: connections to the upstream, caches
 	}
 
-	for round := range *flagRounds {
-		// Rotate the order each round so that no server always runs first.
-		for i := range servers {
-			s := servers[(i+round)%len(servers)]
-			qps, lost := dnsperf(s, queries, *flagSeconds)
-			s.qps = append(s.qps, qps)
-			s.lost = append(s.lost, lost)
-			log.Printf("round %d %-16s %10.0f qps  lost %.2f%%", round+1, s.name, qps, lost)
+	by := map[string]*server{}
+	for _, s := range servers {
+		by[s.name] = s
+	}
+	var pairs []*pair
+	for _, r := range routes {
+		pairs = append(pairs, &pair{a: by[fmt.Sprintf("splitdns-%d", r)], b: by[fmt.Sprintf("forward-%d", r)], goal: 1.0})
+	}
+	if one, ok := by["splitdns-1"]; ok {
+		for _, r := range routes {
+			if r != 1 {
+				pairs = append(pairs, &pair{a: by[fmt.Sprintf("splitdns-%d", r)], b: one, goal: 0.95})
+			}
 		}
 	}
-	report(servers, routes)
+	measure := func(s *server, round int) float64 {
+		cpu0 := cpuTime(s.proc.Process.Pid)
+		qps, done, lost := dnsperf(s, queries, *flagSeconds)
+		us := float64(cpuTime(s.proc.Process.Pid)-cpu0) / float64(time.Microsecond) / max(done, 1)
+		s.qps = append(s.qps, qps)
+		s.lost = append(s.lost, lost)
+		s.usPerQ = append(s.usPerQ, us)
+		log.Printf("round %d %-16s %10.0f qps  %6.1f us CPU/query  lost %.2f%%", round+1, s.name, qps, us, lost)
+		return qps
+	}
+	for round := range *flagRounds {
+		for _, p := range pairs {
+			var qa, qb float64
+			if round%2 == 0 {
+				qa, qb = measure(p.a, round), measure(p.b, round)
+			} else {
+				qb, qa = measure(p.b, round), measure(p.a, round)
+			}
+			p.ratios = append(p.ratios, qa/qb)
+		}
+	}
+	report(servers, pairs)
+}
+
+// cpuTime is the user+system CPU time of pid so far (/proc/pid/stat, in clock ticks of 10ms).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 func corefile(kind string, routes int, ip, upstream string) string {
@@ -165,7 +215,7 @@ func writeQueries(path string) {
 	}
 }
 
-func dnsperf(s *server, queries string, seconds int) (qps, lost float64) {
+func dnsperf(s *server, queries string, seconds int) (qps, done, lost float64) {
 	argv := []string{"dnsperf", "-s", s.addr, "-d", queries, "-l", strconv.Itoa(seconds), "-c", strconv.Itoa(*flagClients), "-T", "1", "-t", "2"}
 	if *flagPin {
 		argv = append([]string{"taskset", "-c", "1"}, argv...)
@@ -182,7 +232,10 @@ func dnsperf(s *server, queries string, seconds int) (qps, lost float64) {
 	if m := reLost.FindSubmatch(out); m != nil {
 		lost, _ = strconv.ParseFloat(string(m[1]), 64)
 	}
-	return qps, lost
+	if m := reDone.FindSubmatch(out); m != nil {
+		done, _ = strconv.ParseFloat(string(m[1]), 64)
+	}
+	return qps, done, lost
 }
 
 func waitAnswer(s *server) {
@@ -209,20 +262,16 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func report(servers []*server, routes []int) {
-	by := map[string]*server{}
-	for _, s := range servers {
-		by[s.name] = s
-	}
+func report(servers []*server, pairs []*pair) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n### splitdns vs stock forward (%s)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	pin := "no pinning"
 	if *flagPin {
 		pin = "server under test on CPU 0, dnsperf and upstream on CPU 1"
 	}
-	fmt.Fprintf(&b, "Command: `go run ./test/bench/splitdns -routes %s -rounds %d -seconds %d -clients %d`; %s; upstream: test/bench/bare; 20,000 A query names, 90%% under %d zones, 10%% outside every zone.\n\n",
+	fmt.Fprintf(&b, "Command: `go run ./test/bench/splitdns -routes %s -rounds %d -seconds %d -clients %d`; %s; upstream: test/bench/bare; 20,000 A query names, 90%% under %d zones, 10%% outside every zone. Each ratio is the median of per-round ratios, A and B measured back to back.\n\n",
 		*flagRoutes, *flagRounds, *flagSeconds, *flagClients, pin, queryZones)
-	b.WriteString("| server | median qps | runs (qps) | max lost |\n|---|---:|---|---:|\n")
+	b.WriteString("| server | median qps | median CPU us/query | runs (qps) | max lost |\n|---|---:|---:|---|---:|\n")
 	for _, s := range servers {
 		runs := make([]string, len(s.qps))
 		for i, q := range s.qps {
@@ -232,21 +281,15 @@ func report(servers []*server, routes []int) {
 		for _, l := range s.lost {
 			maxLost = max(maxLost, l)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %.2f%% |\n", s.name, median(s.qps), strings.Join(runs, ", "), maxLost)
+		fmt.Fprintf(&b, "| %s | %.0f | %.1f | %s | %.2f%% |\n", s.name, median(s.qps), median(s.usPerQ), strings.Join(runs, ", "), maxLost)
 	}
-	b.WriteString("\n| ratio (medians) | value | goal |\n|---|---:|---:|\n")
-	for _, r := range routes {
-		sd, fw := by[fmt.Sprintf("splitdns-%d", r)], by[fmt.Sprintf("forward-%d", r)]
-		fmt.Fprintf(&b, "| splitdns-%d / forward-%d | %.3f | >= 1.0 |\n", r, r, median(sd.qps)/median(fw.qps))
-	}
-	if one, ok := by["splitdns-1"]; ok {
-		for _, r := range routes {
-			if r == 1 {
-				continue
-			}
-			sd := by[fmt.Sprintf("splitdns-%d", r)]
-			fmt.Fprintf(&b, "| splitdns-%d / splitdns-1 | %.3f | >= 0.95 |\n", r, median(sd.qps)/median(one.qps))
+	b.WriteString("\n| ratio A/B (qps) | median | per round | CPU/query B/A | goal |\n|---|---:|---|---:|---:|\n")
+	for _, p := range pairs {
+		rs := make([]string, len(p.ratios))
+		for i, r := range p.ratios {
+			rs[i] = fmt.Sprintf("%.2f", r)
 		}
+		fmt.Fprintf(&b, "| %s / %s | %.3f | %s | %.3f | >= %.2f |\n", p.a.name, p.b.name, median(p.ratios), strings.Join(rs, ", "), median(p.b.usPerQ)/median(p.a.usPerQ), p.goal)
 	}
 	fmt.Print(b.String())
 	if *flagOut != "" {
