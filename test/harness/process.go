@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -201,8 +202,34 @@ func (p *Process) Signal(sig syscall.Signal) {
 	}
 }
 
-// Pause stops the process with SIGSTOP: it keeps its sockets but answers nothing.
-func (p *Process) Pause() { p.Signal(syscall.SIGSTOP) }
+// Pause stops the process with SIGSTOP: it keeps its sockets but answers
+// nothing. It returns once every thread of the process is stopped.
+func (p *Process) Pause() {
+	p.Signal(syscall.SIGSTOP)
+	deadline := time.Now().Add(2 * time.Second)
+	for !p.allThreadsStopped() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (p *Process) allThreadsStopped() bool {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", p.Pid()))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false
+		}
+		// pid (comm) STATE ...: comm may hold spaces, so look after the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
+}
 
 // Resume continues a paused process with SIGCONT.
 func (p *Process) Resume() { p.Signal(syscall.SIGCONT) }
