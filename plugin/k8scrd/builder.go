@@ -128,6 +128,9 @@ func (b *builder) flush() {
 	now := b.now()
 	lastSync.Set(float64(now.Unix()))
 	for _, c := range batch {
+		if !cur.synced {
+			break // the first listing: its objects changed before we started
+		}
 		applyDelay.Observe(now.Sub(c.received).Seconds())
 		if c.obj != nil && !c.obj.changed.IsZero() {
 			propagationDelay.Observe(max(0, now.Sub(c.obj.changed).Seconds()))

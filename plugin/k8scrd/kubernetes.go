@@ -1,12 +1,244 @@
 package k8scrd
 
-import "errors"
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
 
-type kubernetes struct{}
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/external-dns/apis/v1alpha1"
+)
 
-func newKubernetes(cfg *config, b *builder) *kubernetes { return &kubernetes{} }
+// resource names the API resource in log lines.
+const resource = "dnsendpoints.externaldns.k8s.io"
+
+// kubernetes is the source that watches DNSEndpoint objects through client-go
+// informers: read only (list, watch), one informer per namespace (or one for
+// all). While the API server is away the informers keep their last data, so
+// the store keeps serving it, and they catch up when it returns.
+type kubernetes struct {
+	cfg *config
+	b   *builder
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// changed holds each object version's change time, read from its
+	// metadata by the transform before managedFields are stripped.
+	changed sync.Map // "ns/name@resourceVersion" -> time.Time
+
+	errMu   sync.Mutex
+	lastErr map[string]string // namespace -> last list/watch error logged
+}
+
+func newKubernetes(cfg *config, b *builder) *kubernetes {
+	return &kubernetes{cfg: cfg, b: b, lastErr: map[string]string{}}
+}
+
+// restConfig: the kubeconfig named in the Corefile, else in-cluster, else $KUBECONFIG (or ~/.kube/config).
+func (k *kubernetes) restConfig() (*rest.Config, error) {
+	if k.cfg.kubeconfig != "" {
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: k.cfg.kubeconfig}
+		overrides := &clientcmd.ConfigOverrides{CurrentContext: k.cfg.context}
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	}
+	if c, err := rest.InClusterConfig(); err == nil {
+		return c, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no in-cluster config and no usable $KUBECONFIG: %w", err)
+	}
+	return c, nil
+}
+
+// restClient is a typed REST client for externaldns.k8s.io/v1alpha1 with our
+// own scheme: there is no generated clientset for DNSEndpoint.
+func restClient(c *rest.Config) (*rest.RESTClient, error) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	metav1.AddToGroupVersion(scheme, v1alpha1.GroupVersion)
+	cc := rest.CopyConfig(c)
+	gv := v1alpha1.GroupVersion
+	cc.GroupVersion = &gv
+	cc.APIPath = "/apis"
+	cc.ContentType = runtime.ContentTypeJSON
+	cc.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	if cc.UserAgent == "" {
+		cc.UserAgent = "coredns-k8scrd"
+	}
+	return rest.RESTClientFor(cc)
+}
 
 func (k *kubernetes) start() error {
-	return errors.New("the Kubernetes source is not in this build yet: use directory")
+	rc, err := k.restConfig()
+	if err != nil {
+		return fmt.Errorf("kubernetes: %w", err)
+	}
+	client, err := restClient(rc)
+	if err != nil {
+		return fmt.Errorf("kubernetes: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k.cancel = cancel
+
+	namespaces := k.cfg.namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	var synced []cache.InformerSynced
+	for _, ns := range namespaces {
+		lw := cache.NewFilteredListWatchFromClient(client, "dnsendpoints", ns, func(o *metav1.ListOptions) {
+			o.LabelSelector = k.cfg.labels
+		})
+		inf := cache.NewSharedIndexInformer(lw, &v1alpha1.DNSEndpoint{}, 0, cache.Indexers{})
+		if err := inf.SetTransform(k.transform); err != nil {
+			cancel()
+			return err
+		}
+		if err := inf.SetWatchErrorHandler(k.watchError(ns)); err != nil {
+			cancel()
+			return err
+		}
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    k.add,
+			UpdateFunc: k.update,
+			DeleteFunc: k.delete,
+		})
+		if err != nil {
+			cancel()
+			return err
+		}
+		synced = append(synced, reg.HasSynced)
+		k.wg.Add(1)
+		go func() {
+			defer k.wg.Done()
+			inf.RunWithContext(ctx)
+		}()
+	}
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		// Every object of the first listing has reached the builder: mark the sync.
+		if cache.WaitForCacheSync(ctx.Done(), synced...) {
+			log.Infof("First sync of %s from %s done", resource, rc.Host)
+			k.b.synced()
+		}
+	}()
+	return nil
 }
-func (k *kubernetes) stop() {}
+
+func (k *kubernetes) stop() {
+	if k.cancel != nil {
+		k.cancel()
+		k.wg.Wait()
+		k.cancel = nil
+	}
+}
+
+// transform records when the object last changed, then strips what is not
+// served (managedFields, the last-applied annotation) so the cache stays small.
+// The change time is the newest managedFields entry (the API server stamps it
+// on every write), else creationTimestamp; both have second precision.
+func (k *kubernetes) transform(obj any) (any, error) {
+	ep, ok := obj.(*v1alpha1.DNSEndpoint)
+	if !ok {
+		return obj, nil
+	}
+	t := ep.CreationTimestamp.Time
+	for _, mf := range ep.ManagedFields {
+		if mf.Time != nil && mf.Time.After(t) {
+			t = mf.Time.Time
+		}
+	}
+	if !t.IsZero() {
+		k.changed.Store(ep.Namespace+"/"+ep.Name+"@"+ep.ResourceVersion, t)
+	}
+	ep.ManagedFields = nil
+	delete(ep.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	return ep, nil
+}
+
+func (k *kubernetes) add(obj any) {
+	ep, ok := obj.(*v1alpha1.DNSEndpoint)
+	if !ok {
+		return
+	}
+	key := ep.Namespace + "/" + ep.Name
+	var changed time.Time
+	if v, ok := k.changed.LoadAndDelete(key + "@" + ep.ResourceVersion); ok {
+		changed = v.(time.Time)
+	}
+	o, bad := newObject(objectMeta{
+		key: key, namespace: ep.Namespace, name: ep.Name,
+		created: ep.CreationTimestamp.Time, changed: changed, labels: ep.Labels,
+	}, ep.Spec.Endpoints, k.cfg.zones, k.cfg.ttl)
+	for _, b := range bad {
+		invalidEndpoints.WithLabelValues(b.reason).Inc()
+		if b.reason != reasonZone {
+			log.Warningf("DNSEndpoint %s (resourceVersion %s): %s; skipped", key, ep.ResourceVersion, b.msg)
+		}
+	}
+	k.b.upsert(o)
+}
+
+func (k *kubernetes) update(old, obj any) {
+	o, ok1 := old.(*v1alpha1.DNSEndpoint)
+	n, ok2 := obj.(*v1alpha1.DNSEndpoint)
+	if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
+		k.changed.Delete(n.Namespace + "/" + n.Name + "@" + n.ResourceVersion)
+		return // a resync or relist of the same version: nothing changed
+	}
+	k.add(obj)
+}
+
+func (k *kubernetes) delete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if ep, ok := obj.(*v1alpha1.DNSEndpoint); ok {
+		k.b.remove(ep.Namespace + "/" + ep.Name)
+	}
+}
+
+// watchError logs a failing list or watch once per distinct error (the
+// reflector retries with backoff) and counts every failure.
+func (k *kubernetes) watchError(ns string) cache.WatchErrorHandler {
+	where := "all namespaces"
+	if ns != "" {
+		where = "namespace " + ns
+	}
+	return func(r *cache.Reflector, err error) {
+		syncErrors.WithLabelValues("kubernetes").Inc()
+		var msg string
+		switch {
+		case apierrors.IsForbidden(err):
+			msg = fmt.Sprintf("Forbidden to list/watch %s in %s: grant this identity get, list and watch on it (ClusterRole or Role); serving the last data: %v", resource, where, err)
+		case apierrors.IsNotFound(err):
+			msg = fmt.Sprintf("Listing %s in %s: not found: is the DNSEndpoint CRD installed? Serving the last data: %v", resource, where, err)
+		default:
+			msg = fmt.Sprintf("List/watch of %s in %s failed, retrying; serving the last data: %v", resource, where, err)
+		}
+		k.errMu.Lock()
+		defer k.errMu.Unlock()
+		if k.lastErr[ns] == err.Error() {
+			return
+		}
+		k.lastErr[ns] = err.Error()
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			log.Error(msg)
+		} else {
+			log.Warning(msg)
+		}
+	}
+}
