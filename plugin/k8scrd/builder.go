@@ -28,7 +28,7 @@ type builder struct {
 	cfg   *config
 	snap  *atomic.Pointer[snapshot]
 	delay time.Duration
-	now   func() time.Time
+	clock atomic.Pointer[func() time.Time] // tests set it; time.Now otherwise
 
 	mu         sync.Mutex
 	pending    map[string]change
@@ -44,11 +44,13 @@ type builder struct {
 
 func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 	b := &builder{
-		cfg: cfg, snap: snap, delay: 20 * time.Millisecond, now: time.Now,
+		cfg: cfg, snap: snap, delay: 20 * time.Millisecond,
 		pending: make(map[string]change), wake: make(chan struct{}, 1),
 		objects: make(map[string]*object), byName: make(map[string]map[string]*object),
 		skipped: make(map[string]int), conflict: make(map[string]int),
 	}
+	now := time.Now
+	b.clock.Store(&now)
 	s := &snapshot{zones: make(map[string]*zoneData)}
 	for i := range s.shards {
 		s.shards[i] = map[string]*node{}
@@ -59,6 +61,8 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 	snap.Store(s)
 	return b
 }
+
+func (b *builder) now() time.Time { return (*b.clock.Load())() }
 
 func (b *builder) upsert(o *object)  { b.queue(change{key: o.key, obj: o, received: b.now()}) }
 func (b *builder) remove(key string) { b.queue(change{key: key, received: b.now()}) }

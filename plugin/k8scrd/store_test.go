@@ -1,0 +1,203 @@
+package k8scrd
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// withCreated adds a creationTimestamp to a manifest rendered by dnsEndpoint.
+func withCreated(manifest, ts string) string {
+	return strings.Replace(manifest, "metadata:\n", "metadata:\n  creationTimestamp: \""+ts+"\"\n", 1)
+}
+
+func TestSameNameAcrossObjectsMergedDedupedMinTTL(t *testing.T) {
+	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
+		"a.yaml": dnsEndpoint("team-a", "one", ep("m.example.org", "A", 300, "192.0.2.3", "192.0.2.1")),
+		"b.yaml": dnsEndpoint("team-b", "two", ep("m.example.org", "A", 60, "192.0.2.1", "192.0.2.2"),
+			ep("m.example.org", "TXT", 0, "owner=b")),
+	})
+	resp, _ := ask(t, k, "m.example.org.", dns.TypeA)
+	want := "m.example.org.\t60\tIN\tA\t192.0.2.1\nm.example.org.\t60\tIN\tA\t192.0.2.2\nm.example.org.\t60\tIN\tA\t192.0.2.3"
+	if got := answers(resp); got != want {
+		t.Errorf("merged RRset (deduplicated, ordered, smallest TTL):\n got %s\nwant %s", got, want)
+	}
+	// The order is the same on every query (no map order leaks through).
+	for range 20 {
+		if r, _ := ask(t, k, "m.example.org.", dns.TypeA); answers(r) != want {
+			t.Fatalf("order changed between queries:\n%s", answers(r))
+		}
+	}
+	h, ok := k.Store().Host("m.example.org.")
+	if !ok || !slices.Equal(h.A, []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.3")}) || h.TTL != 60 || !h.TTLSet {
+		t.Errorf("store host: %+v", h)
+	}
+}
+
+func TestTenancyStrictFirstNamespaceOwnsName(t *testing.T) {
+	before := testutil.ToFloat64(tenancySkipped)
+	files := map[string]string{
+		"old.yaml": withCreated(dnsEndpoint("team-a", "old", ep("t.example.org", "A", 0, "192.0.2.1")), "2024-01-01T00:00:00Z"),
+		"new.yaml": withCreated(dnsEndpoint("team-b", "new", ep("t.example.org", "A", 0, "192.0.2.66"), ep("t.example.org", "TXT", 0, "hijack"),
+			ep("free.example.org", "A", 0, "192.0.2.7")), "2025-01-01T00:00:00Z"),
+		"same.yaml": withCreated(dnsEndpoint("team-a", "more", ep("t.example.org", "A", 0, "192.0.2.2")), "2025-06-01T00:00:00Z"),
+	}
+	k, dir := newTestPlugin(t, "example.org", zoneBody+"\ntenancy strict", files)
+	check(t, k, []test.Case{
+		{Qname: "t.example.org.", Qtype: dns.TypeA, Authoritative: true,
+			Answer: []dns.RR{test.A("t.example.org. 30 IN A 192.0.2.1"), test.A("t.example.org. 30 IN A 192.0.2.2")}, Ns: []dns.RR{apexNS}},
+		{Qname: "t.example.org.", Qtype: dns.TypeTXT, Authoritative: true, Ns: []dns.RR{negSOA}},
+		// team-b's other names are its own.
+		{Qname: "free.example.org.", Qtype: dns.TypeA, Authoritative: true,
+			Answer: []dns.RR{test.A("free.example.org. 30 IN A 192.0.2.7")}, Ns: []dns.RR{apexNS}},
+	})
+	if d := testutil.ToFloat64(tenancySkipped) - before; d != 2 {
+		t.Errorf("tenancy-skipped endpoints: %v, want 2", d)
+	}
+	// When the owner's objects go, the name passes to the next namespace in line.
+	os.Remove(filepath.Join(dir, "old.yaml"))
+	os.Remove(filepath.Join(dir, "same.yaml"))
+	eventually(t, "ownership passes to team-b", hasA(k, t, "t.example.org.", "192.0.2.66"))
+	eventually(t, "skip gauge back to zero", func() bool { return testutil.ToFloat64(tenancySkipped) == before })
+}
+
+func TestTenancySharedMergesNamespaces(t *testing.T) {
+	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
+		"a.yaml": dnsEndpoint("team-a", "a", ep("t.example.org", "A", 0, "192.0.2.1")),
+		"b.yaml": dnsEndpoint("team-b", "b", ep("t.example.org", "A", 0, "192.0.2.2")),
+	})
+	if r, _ := ask(t, k, "t.example.org.", dns.TypeA); len(r.Answer) != 2 {
+		t.Errorf("tenancy shared: want both namespaces' targets, got\n%s", answers(r))
+	}
+}
+
+func TestCNAMEBesideOtherDataSkippedAndCounted(t *testing.T) {
+	before := testutil.ToFloat64(cnameConflicts)
+	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
+		"a.yaml": dnsEndpoint("ns", "a", ep("c.example.org", "A", 0, "192.0.2.1"), ep("c.example.org", "CNAME", 0, "www.example.org"),
+			ep("example.org", "CNAME", 0, "www.example.org")),
+	})
+	check(t, k, []test.Case{
+		{Qname: "c.example.org.", Qtype: dns.TypeA, Authoritative: true,
+			Answer: []dns.RR{test.A("c.example.org. 30 IN A 192.0.2.1")}, Ns: []dns.RR{apexNS}},
+		{Qname: "c.example.org.", Qtype: dns.TypeCNAME, Authoritative: true, Ns: []dns.RR{negSOA}},
+		// A CNAME at the apex sits beside SOA and NS: skipped.
+		{Qname: "example.org.", Qtype: dns.TypeA, Authoritative: true, Ns: []dns.RR{negSOA}},
+	})
+	if d := testutil.ToFloat64(cnameConflicts) - before; d != 2 {
+		t.Errorf("CNAME conflicts: %v, want 2", d)
+	}
+}
+
+func TestInvalidEndpointsSkippedRestServed(t *testing.T) {
+	reasons := []string{reasonTarget, reasonType, reasonName, reasonCNAMEs}
+	before := map[string]float64{}
+	for _, r := range reasons {
+		before[r] = testutil.ToFloat64(invalidEndpoints.WithLabelValues(r))
+	}
+	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
+		"a.yaml": dnsEndpoint("ns", "a",
+			ep("ok.example.org", "A", 0, "192.0.2.1"),
+			ep("v6.example.org", "A", 0, "2001:db8::1"),
+			ep("bad.example.org", "AAAA", 0, "192.0.2.1"),
+			ep("srv.example.org", "SRV", 0, "10 mail.example.org"),
+			ep("mx.example.org", "MX", 0, "high mail.example.org"),
+			ep("alias.example.org", "ALIAS", 0, "www.example.org"),
+			ep("bad name.example.org", "A", 0, "192.0.2.1"),
+			ep("two.example.org", "CNAME", 0, "a.example.org", "b.example.org"),
+			ep("ok2.example.org", "TXT", 0, "still here")),
+	})
+	check(t, k, []test.Case{
+		{Qname: "ok.example.org.", Qtype: dns.TypeA, Authoritative: true,
+			Answer: []dns.RR{test.A("ok.example.org. 30 IN A 192.0.2.1")}, Ns: []dns.RR{apexNS}},
+		{Qname: "ok2.example.org.", Qtype: dns.TypeTXT, Authoritative: true,
+			Answer: []dns.RR{test.TXT(`ok2.example.org. 30 IN TXT "still here"`)}, Ns: []dns.RR{apexNS}},
+		{Qname: "v6.example.org.", Qtype: dns.TypeA, Authoritative: true, Rcode: dns.RcodeNameError, Ns: []dns.RR{negSOA}},
+		{Qname: "srv.example.org.", Qtype: dns.TypeSRV, Authoritative: true, Rcode: dns.RcodeNameError, Ns: []dns.RR{negSOA}},
+	})
+	want := map[string]float64{reasonTarget: 4, reasonType: 1, reasonName: 1, reasonCNAMEs: 1}
+	for _, r := range reasons {
+		if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(r)) - before[r]; d != want[r] {
+			t.Errorf("invalid endpoints, reason %s: %v, want %v", r, d, want[r])
+		}
+	}
+}
+
+func TestEmptyNonTerminalGoesWithItsLastDescendant(t *testing.T) {
+	k, dir := newTestPlugin(t, "example.org", zoneBody, map[string]string{
+		"a.yaml": dnsEndpoint("ns", "a", ep("x.y.z.example.org", "A", 0, "192.0.2.1")),
+		"b.yaml": dnsEndpoint("ns", "b", ep("w.z.example.org", "A", 0, "192.0.2.2")),
+	})
+	rcode := func(name string) int { r, _ := ask(t, k, name, dns.TypeA); return r.Rcode }
+	if rcode("y.z.example.org.") != dns.RcodeSuccess || rcode("z.example.org.") != dns.RcodeSuccess {
+		t.Fatal("empty non-terminals y.z and z should be NODATA")
+	}
+	os.Remove(filepath.Join(dir, "a.yaml"))
+	eventually(t, "y.z gone with x.y.z", func() bool { return rcode("y.z.example.org.") == dns.RcodeNameError })
+	if rcode("z.example.org.") != dns.RcodeSuccess {
+		t.Error("z.example.org still has w.z below it: want NODATA")
+	}
+	os.Remove(filepath.Join(dir, "b.yaml"))
+	eventually(t, "z gone with w.z", func() bool { return rcode("z.example.org.") == dns.RcodeNameError })
+}
+
+func TestSerialIsUnixTimeOfLatestChangeAndGrows(t *testing.T) {
+	k, dir := newTestPlugin(t, "example.org", zoneBody, nil)
+	serial := func() uint32 { r, _ := ask(t, k, "example.org.", dns.TypeSOA); return r.Answer[0].(*dns.SOA).Serial }
+	s1 := serial()
+	if now := uint32(k.builder.now().Unix()); s1 > now || now-s1 > 5 {
+		t.Errorf("serial %d is not the Unix time of the latest change (now %d)", s1, now)
+	}
+	later := func() time.Time { return time.Unix(int64(s1)+100, 0) }
+	k.builder.clock.Store(&later)
+	write(t, filepath.Join(dir, "a.yaml"), dnsEndpoint("ns", "a", ep("a.example.org", "A", 0, "192.0.2.1")))
+	eventually(t, "serial moves to the change time", func() bool { return serial() == s1+100 })
+	// A clock that goes back never lowers the serial.
+	earlier := func() time.Time { return time.Unix(int64(s1)-1000, 0) }
+	k.builder.clock.Store(&earlier)
+	write(t, filepath.Join(dir, "a.yaml"), dnsEndpoint("ns", "a", ep("a.example.org", "A", 0, "192.0.2.2")))
+	eventually(t, "change applied", hasA(k, t, "a.example.org.", "192.0.2.2"))
+	if s := serial(); s != s1+100 {
+		t.Errorf("serial went from %d to %d", s1+100, s)
+	}
+}
+
+func TestStoreReaderForOtherPlugins(t *testing.T) {
+	k, _ := newTestPlugin(t, "gslb.example.org", "", map[string]string{
+		"a.yaml": strings.Replace(dnsEndpoint("k8gb", "app",
+			ep("app.gslb.example.org", "A", 30, "10.0.0.1"),
+			"    providerSpecific:\n    - name: gslb/strategy\n      value: failover\n    labels:\n      strategy: failover",
+			ep("app.gslb.example.org", "AAAA", 0, "2001:db8::1"),
+			ep("declared.gslb.example.org", "A", 0)), "metadata:\n", "metadata:\n  labels:\n    k8gb.io/dnstype: local\n", 1),
+	})
+	r := k.Store()
+	if !r.Synced() {
+		t.Fatal("not synced")
+	}
+	h, ok := r.Host("app.gslb.example.org.")
+	if !ok || len(h.A) != 1 || len(h.AAAA) != 1 || h.TTL != 30 || !h.TTLSet || !h.Verbatim ||
+		h.Properties["gslb/strategy"] != "failover" || h.Labels["strategy"] != "failover" {
+		t.Errorf("host: %+v", h)
+	}
+	if d, ok := r.Host("declared.gslb.example.org."); !ok || len(d.A) != 0 || d.TTLSet || d.TTL != 30 {
+		t.Errorf("a declaration without targets is a host with none: %+v, %v", d, ok)
+	}
+	if _, ok := r.Host("gslb.example.org."); ok {
+		t.Error("apex has no endpoints: want not ok")
+	}
+	var names []string
+	r.Hosts("gslb.example.org.", func(h *store.Host) bool { names = append(names, h.Name); return true })
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"app.gslb.example.org.", "declared.gslb.example.org."}) {
+		t.Errorf("Hosts walked %v", names)
+	}
+}
