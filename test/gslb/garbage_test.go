@@ -2,7 +2,10 @@ package gslb
 
 import (
 	"crypto/rand"
+	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,6 +167,99 @@ func TestPeerAnsweringGarbage(t *testing.T) {
 		if seen[m] == 0 {
 			t.Errorf("the garbage peer was never asked enough to send %q", m)
 		}
+	}
+	for _, tag := range tags {
+		c := f.clusters[tag]
+		if !c.srv.Running() {
+			t.Errorf("cluster %s exited: %v", tag, c.srv.ExitErr())
+			continue
+		}
+		// The explain record shows the garbage peer as not up.
+		txt, _, err := askTXTFrom("127.0.0.1", c.addr, "_gslb-explain."+hostRR)
+		if err != nil {
+			t.Fatal(err)
+		}
+		badLine := false
+		for _, line := range txt {
+			badLine = badLine || strings.HasPrefix(line, "tag bad ")
+			if strings.HasPrefix(line, "tag bad ") && strings.Contains(line, "state up") {
+				t.Errorf("%s's explain shows the garbage peer up: %q", tag, line)
+			}
+		}
+		if !badLine {
+			t.Errorf("%s's explain %q does not mention the garbage peer", tag, txt)
+		}
+	}
+}
+
+// TestOversizedPeerAnswerIsBounded adds a peer that answers every
+// localtargets- question with 300 valid A records (TC over UDP, complete
+// over TCP): the clusters take a bounded number of them, keep answering,
+// and a client gets the whole assembled answer over TCP.
+func TestOversizedPeerAnswerIsBounded(t *testing.T) {
+	f := newFleet(t)
+	bigIP := harness.NewIP(t)
+	const sent = 300
+	// A well-behaved server: over UDP it truncates to the client's buffer
+	// and sets TC; over TCP it sends all 300.
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		if r.Question[0].Qtype == dns.TypeA {
+			for i := range sent {
+				rr, _ := dns.NewRR(fmt.Sprintf("%s 5 IN A 10.50.%d.%d", r.Question[0].Name, i/250, i%250+1))
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+		if w.RemoteAddr().Network() == "udp" {
+			size := dns.MinMsgSize
+			if o := r.IsEdns0(); o != nil {
+				size = int(o.UDPSize())
+			}
+			m.Truncate(size)
+		}
+		w.WriteMsg(m)
+	})
+	for _, network := range []string{"udp", "tcp"} {
+		srv := &dns.Server{Addr: net.JoinHostPort(bigIP, "53"), Net: network, Handler: handler}
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		go srv.ListenAndServe()
+		<-started
+		t.Cleanup(func() { srv.Shutdown() })
+	}
+	f.delegation["big"] = nsEntry{name: nsName("big"), ip: bigIP}
+	f.start(t, fleetOptions{})
+
+	for _, tag := range tags {
+		c := f.clusters[tag]
+		harness.Eventually(t, 3*peerRefresh, func() (bool, string) {
+			m, err := harness.Ask(c.addr, hostRR, dns.TypeA, harness.TCP)
+			if err != nil {
+				return false, err.Error()
+			}
+			got := harness.Targets(m, dns.TypeA)
+			big := 0
+			for _, ip := range got {
+				if strings.HasPrefix(ip, "10.50.") {
+					big++
+				}
+			}
+			if big >= sent {
+				t.Fatalf("%s at %s carries all %d targets of the oversized peer answer: not bounded", hostRR, tag, big)
+			}
+			// The good clusters' targets are all there.
+			for _, ip := range f.union(tags...) {
+				if !slices.Contains(got, ip) {
+					return false, fmt.Sprintf("%s at %s = %d targets, missing %s", hostRR, tag, len(got), ip)
+				}
+			}
+			if big > 0 {
+				t.Logf("%s at %s over TCP: %d targets, %d of them from the peer's %d", hostRR, tag, len(got), big, sent)
+				return true, ""
+			}
+			return false, fmt.Sprintf("%s at %s = %d targets, none from the big peer (a valid answer, truncated over UDP, complete over TCP)", hostRR, tag, len(got))
+		})
 	}
 	for _, tag := range tags {
 		if c := f.clusters[tag]; !c.srv.Running() {

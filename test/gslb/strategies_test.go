@@ -94,6 +94,28 @@ func TestStrategiesFromEveryCluster(t *testing.T) {
 					t.Errorf("from %s (mapped to ap): %v (%v), want %v", clientIP, got, err, f.union("ap"))
 				}
 			})
+			t.Run("malformed ECS is FORMERR", func(t *testing.T) {
+				m, q := harness.NewMsg(hostGeo, dns.TypeA, harness.EDNS(1232))
+				// Family 1 (IPv4) with a source prefix of 40, longer than the
+				// address (RFC 7871 §7.1.1); raw, as miekg/dns will not pack it.
+				m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_LOCAL{Code: dns.EDNS0SUBNET, Data: []byte{0, 1, 40, 0, 10, 1, 2, 0, 0}}}
+				r, err := harness.AskMsg(c.addr, m, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Rcode != dns.RcodeFormatError {
+					t.Errorf("ECS /40 for IPv4: %s, want FORMERR", dns.RcodeToString[r.Rcode])
+				}
+			})
+			t.Run("the same answer over TCP", func(t *testing.T) {
+				m, err := harness.Ask(c.addr, hostRR, dns.TypeA, harness.TCP)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := harness.Targets(m, dns.TypeA); !equal(got, f.union(tags...)) {
+					t.Errorf("%s A over TCP = %v, want %v", hostRR, got, f.union(tags...))
+				}
+			})
 			t.Run("no ECS in the reply when the query had none", func(t *testing.T) {
 				m, err := harness.Ask(c.addr, hostGeo, dns.TypeA, harness.EDNS(1232))
 				if err != nil {
