@@ -107,7 +107,7 @@ func dnsEndpoint(ns, name string, eps ...string) string {
 
 // ep renders one endpoint as a YAML list item.
 func ep(name, rtype string, ttl int, targets ...string) string {
-	s := "  - dnsName: " + name + "\n    recordType: " + rtype + "\n"
+	s := "  - dnsName: '" + name + "'\n    recordType: " + rtype + "\n"
 	if ttl > 0 {
 		s += "    recordTTL: " + strconv.Itoa(ttl) + "\n"
 	}

@@ -66,6 +66,9 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 		for c.NextBlock() {
 			switch c.Val() {
 			case "kubeconfig":
+				if cfg.directory != "" {
+					return nil, errTwoSources(c)
+				}
 				args := c.RemainingArgs()
 				if len(args) < 1 || len(args) > 2 {
 					return nil, c.ArgErr()
@@ -75,6 +78,9 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 					cfg.context = args[1]
 				}
 			case "directory":
+				if cfg.kubeconfig != "" {
+					return nil, errTwoSources(c)
+				}
 				if !c.NextArg() {
 					return nil, c.ArgErr()
 				}
@@ -154,9 +160,6 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 			}
 		}
 	}
-	if cfg.directory != "" && cfg.kubeconfig != "" {
-		return nil, c.Err("directory and kubeconfig exclude each other: one source per k8scrd")
-	}
 	cfg.zones = k.Zones
 	k.builder = newBuilder(cfg, &k.snap)
 	if cfg.directory != "" {
@@ -165,6 +168,10 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 		k.source = newKubernetes(cfg, k.builder)
 	}
 	return k, nil
+}
+
+func errTwoSources(c *caddy.Controller) error {
+	return c.Err("directory and kubeconfig exclude each other: one source per k8scrd")
 }
 
 // source feeds objects to the builder until stopped.

@@ -1,0 +1,78 @@
+package k8scrd
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/coredns/caddy"
+)
+
+func TestSetupParsesCorefile(t *testing.T) {
+	c := caddy.NewTestController("dns", `k8scrd example.org example.net {
+		kubeconfig /etc/kube.conf prod
+		namespaces web mail
+		labels k8gb.io/dnstype=local,tier in (a,b)
+		tenancy strict
+		ttl 60
+		soa ns1.example.org hostmaster.example.org
+		negttl 5
+		fallthrough example.net
+	}`)
+	k, err := parse(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := k.cfg
+	if strings.Join(k.Zones, " ") != "example.org. example.net." || cfg.kubeconfig != "/etc/kube.conf" || cfg.context != "prod" ||
+		strings.Join(cfg.namespaces, " ") != "web mail" || cfg.labels != "k8gb.io/dnstype=local,tier in (a,b)" ||
+		!cfg.strict || cfg.ttl != 60 || cfg.negTTL != 5 || cfg.mname != "ns1.example.org." || cfg.rname != "hostmaster.example.org." {
+		t.Errorf("parsed %+v, zones %v", cfg, k.Zones)
+	}
+	if !k.Fall.Through("a.example.net.") || k.Fall.Through("a.example.org.") {
+		t.Error("fallthrough should cover example.net only")
+	}
+	if _, ok := k.source.(*kubernetes); !ok {
+		t.Errorf("source is %T, want the Kubernetes source", k.source)
+	}
+}
+
+func TestSetupDefaults(t *testing.T) {
+	k, err := parse(caddy.NewTestController("dns", "k8scrd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.cfg.ttl != 30 || k.cfg.negTTL != 30 || k.cfg.strict || len(k.cfg.namespaces) != 0 {
+		t.Errorf("defaults: %+v", k.cfg)
+	}
+}
+
+func TestSetupRejectsMalformedCorefile(t *testing.T) {
+	for _, tc := range []struct{ input, want string }{
+		{"k8scrd {\n bogus\n}", `Testfile:2 - Error during parsing: unknown property "bogus"`},
+		{"k8scrd {\n tenancy loose\n}", `Testfile:2 - Error during parsing: tenancy "loose"`},
+		{"k8scrd {\n ttl -1\n}", `Testfile:2 - Error during parsing: ttl "-1"`},
+		{"k8scrd {\n negttl many\n}", `Testfile:2 - Error during parsing: negttl "many"`},
+		{"k8scrd {\n ttl 30 40\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
+		{"k8scrd {\n soa ns1.example.org\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
+		{"k8scrd {\n labels a=b=c\n}", `Testfile:2 - Error during parsing: labels "a=b=c"`},
+		{"k8scrd {\n kubeconfig\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
+		{"k8scrd {\n namespaces\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
+		{"k8scrd {\n directory /tmp\n kubeconfig /k\n}", "Testfile:3 - Error during parsing: directory and kubeconfig exclude each other"},
+	} {
+		_, err := parse(caddy.NewTestController("dns", tc.input))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want it to contain %q", tc.input, err, tc.want)
+		}
+	}
+}
+
+func TestSetupMissingDirectoryFailsStart(t *testing.T) {
+	k, err := parse(caddy.NewTestController("dns", "k8scrd example.org {\n directory /nonexistent/k8scrd\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.start(); err == nil || !strings.Contains(err.Error(), "/nonexistent/k8scrd") {
+		t.Errorf("start: %v, want an error naming the directory", err)
+	}
+	k.shutdown()
+}
