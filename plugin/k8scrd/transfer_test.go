@@ -111,4 +111,3 @@ func TestTruncatedOverUDPWholeOverTCPAndEDNS0(t *testing.T) {
 		t.Errorf("TCP: TC %v, %d answers; want all 100", r.Truncated, len(r.Answer))
 	}
 }
-
