@@ -20,6 +20,8 @@ type K8sCRD struct {
 	Zones []string
 	Fall  fall.F
 
+	noTransfer []string // GSLB zones in this block: never transferred
+
 	cfg     *config
 	snap    atomic.Pointer[snapshot]
 	builder *builder

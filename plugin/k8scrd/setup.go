@@ -44,7 +44,14 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error("k8scrd", err)
 	}
-	c.OnStartup(k.start)
+	c.OnStartup(func() error {
+		// A GSLB zone is assembled at query time by gslb: a transfer would hand
+		// secondaries the static declarations only, so it is refused.
+		if g, ok := dnsserver.GetConfig(c).Handler("gslb").(interface{ GSLBZone() string }); ok {
+			k.noTransfer = append(k.noTransfer, g.GSLBZone())
+		}
+		return k.start()
+	})
 	c.OnShutdown(k.shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		k.Next = next

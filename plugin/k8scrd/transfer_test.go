@@ -111,3 +111,11 @@ func TestTruncatedOverUDPWholeOverTCPAndEDNS0(t *testing.T) {
 		t.Errorf("TCP: TC %v, %d answers; want all 100", r.Truncated, len(r.Answer))
 	}
 }
+
+func TestTransferOfGSLBZoneRefused(t *testing.T) {
+	k, _ := newTestPlugin(t, "example.org", zoneBody, zoneManifests)
+	k.noTransfer = []string{"example.org."}
+	if _, err := k.Transfer("example.org.", 0); err == nil {
+		t.Error("transfer of a GSLB zone must be refused")
+	}
+}
