@@ -110,3 +110,11 @@ func TestBadCorefileExits(t *testing.T) {
 		t.Errorf("log does not name the bad directive:\n%s", srv.Log())
 	}
 }
+
+func TestNSDServesZone(t *testing.T) {
+	n := StartNSD(t, map[string]string{"example.org": zone})
+	m := Exchange(t, n.Addr, "www.example.org", dns.TypeA, NoRD)
+	if got := Targets(m, dns.TypeA); len(got) != 1 || got[0] != "192.0.2.1" || !m.Authoritative {
+		t.Fatalf("nsd www.example.org A: %v", m)
+	}
+}
