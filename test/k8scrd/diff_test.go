@@ -236,7 +236,9 @@ func fileNegativeTTL(v view, m *dns.Msg) view {
 // questions over real sockets, and requires the same rcode, AA bit, answer,
 // authority and additional sections. NSD is the reference; file is held to
 // file is compared likewise, with its known negative-TTL departure
-// corrected (fileNegativeTTL).
+// corrected (fileNegativeTTL); where file still differs and k8scrd agrees
+// with NSD (file omits the SOA after a CNAME chain that ends in NODATA, RFC
+// 2308 §2.2), NSD wins and the departure is logged.
 func TestDifferentialAgainstNSDAndFile(t *testing.T) {
 	nsd := harness.StartNSD(t, map[string]string{diffZone: diffZoneFile}, "minimal-responses: yes")
 	fileIP := harness.NewIP(t)
@@ -280,7 +282,13 @@ func TestDifferentialAgainstNSDAndFile(t *testing.T) {
 					}
 					if transport == "udp" {
 						fm := harness.Exchange(t, file.Addr, q.name, q.qtype, opts...)
-						if fv := fileNegativeTTL(viewOf(fm), fm); !have.equal(fv) {
+						fv := fileNegativeTTL(viewOf(fm), fm)
+						switch {
+						case have.equal(fv):
+						case have.equal(want):
+							// NSD is the arbiter: this is file's departure, not k8scrd's.
+							t.Logf("%s: the file plugin departs from NSD (k8scrd agrees with NSD)\nfile: %s\nNSD:  %s", label, fv, want)
+						default:
 							t.Errorf("%s: k8scrd differs from the file plugin\nk8scrd: %s\nfile:   %s", label, have, fv)
 						}
 					}
