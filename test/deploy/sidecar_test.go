@@ -1,0 +1,72 @@
+package deploy
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/fleetdns/fleetdns/test/harness"
+	"github.com/miekg/dns"
+)
+
+// TestSidecarCorefileRoutesAsShipped runs the sidecar's Corefile from
+// deploy/sidecar/configmap.yaml with the built binary: private zones go to
+// their upstreams (the longest zone wins), everything else to the cluster
+// DNS, and the ready endpoint the pod's probes use answers 200.
+func TestSidecarCorefileRoutesAsShipped(t *testing.T) {
+	root := harness.ModuleRoot(t)
+	shipped := shippedCorefile(t, root, "deploy/sidecar/configmap.yaml", "fleetdns-sidecar")
+
+	// What the pod spec relies on.
+	mustLines(t, shipped, "bind 127.0.0.1", "default 10.96.0.10")
+	noDirective(t, shipped, "resolv", "forward")
+
+	acme := &upstream{zone: ".", answer: "192.0.2.1", ips: []string{harness.NewIP(t), harness.NewIP(t)}}
+	svc := &upstream{zone: ".", answer: "192.0.2.2", ips: []string{harness.NewIP(t)}}
+	cluster := &upstream{zone: ".", answer: "192.0.2.3", ips: []string{harness.NewIP(t)}}
+	startUpstreams(t, acme, svc, cluster)
+
+	ip := harness.NewIP(t)
+	healthPort, readyPort := harness.FreePort(t, ip), harness.FreePort(t, ip)
+	const unreachable = "the pod network's addresses do not exist on the test machine: a real upstream on loopback stands in"
+	cf := substitute(t, shipped,
+		substitution{"bind 127.0.0.1", "bind " + ip, "127.0.0.1:53 is the pod's own loopback; on the shared test machine each test has its own loopback address"},
+		substitution{"health :8054", "health " + fmtAddr(ip, healthPort), "a fixed port on every interface could collide with parallel tests"},
+		substitution{"ready :8055", "ready " + fmtAddr(ip, readyPort), "a fixed port on every interface could collide with parallel tests"},
+		substitution{"10.20.0.53 10.20.0.54", acme.ips[0] + " " + acme.ips[1], unreachable},
+		substitution{"10.20.1.53", svc.ips[0], unreachable},
+		substitution{"10.96.0.10", cluster.ips[0], "the kube-dns Service address: " + unreachable},
+	)
+	readyURL := "http://" + fmtAddr(ip, readyPort) + "/ready"
+	srv := harness.StartCoreDNS(t, cf, harness.WithDNSAddr(ip+":53"), harness.WithReadyURL(readyURL))
+
+	for _, c := range []struct {
+		name, want, why string
+	}{
+		{"www.acme.internal.", "192.0.2.1", "route acme.internal"},
+		{"ACME.Internal.", "192.0.2.1", "the zone apex, any case"},
+		{"db.svc.acme.internal.", "192.0.2.2", "route svc.acme.internal is longer than acme.internal"},
+		{"xsvc.acme.internal.", "192.0.2.1", "label boundary: xsvc is not svc"},
+		{"kubernetes.default.svc.cluster.local.", "192.0.2.3", "the catch-all: the cluster DNS"},
+		{"example.org.", "192.0.2.3", "the catch-all: the cluster DNS"},
+		{"acme.internal.example.org.", "192.0.2.3", "suffix, not substring"},
+	} {
+		r := harness.Exchange(t, srv.Addr, c.name, dns.TypeA, harness.Timeout(5*time.Second))
+		got := harness.Targets(r, dns.TypeA)
+		if r.Rcode != dns.RcodeSuccess || len(got) != 1 || got[0] != c.want {
+			t.Errorf("%s A: rcode %s, answer %v; want %s (%s)", c.name, dns.RcodeToString[r.Rcode], got, c.want, c.why)
+		}
+	}
+
+	// The probes of deploy/sidecar/deployment.yaml.
+	for _, url := range []string{readyURL, "http://" + fmtAddr(ip, healthPort) + "/health"} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatalf("probe %s: %v", url, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("probe %s: %s, want 200", url, resp.Status)
+		}
+	}
+}
