@@ -1,0 +1,261 @@
+package k8scrd
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"sigs.k8s.io/external-dns/apis/v1alpha1"
+)
+
+// fakeAPI is a minimal API server for dnsendpoints: list, and watch streams
+// fed by send. It is a fake for the unit tests; test/k8scrd runs the plugin
+// against a real kube-apiserver.
+type fakeAPI struct {
+	mu       sync.Mutex
+	items    []string // JSON objects returned by list
+	rv       int
+	status   int // when not 0, every request fails with it
+	watchers []chan string
+	requests []string
+	srv      *httptest.Server
+}
+
+func newFakeAPI(t *testing.T, items ...string) *fakeAPI {
+	f := &fakeAPI{items: items, rv: 10}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(func() {
+		f.mu.Lock()
+		for _, w := range f.watchers {
+			close(w)
+		}
+		f.watchers = nil
+		f.mu.Unlock()
+		f.srv.CloseClientConnections()
+		f.srv.Close()
+	})
+	return f
+}
+
+func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.requests = append(f.requests, r.URL.Path+"?"+r.URL.RawQuery)
+	status := f.status
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if status != 0 {
+		w.WriteHeader(status)
+		reason := map[int]string{403: "Forbidden", 503: "ServiceUnavailable"}[status]
+		fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":%q,"code":%d,"message":"dnsendpoints.externaldns.k8s.io is forbidden: User \"test\" cannot list resource \"dnsendpoints\""}`, reason, status)
+		return
+	}
+	q := r.URL.Query()
+	if q.Get("watch") == "true" {
+		if q.Get("sendInitialEvents") == "true" {
+			// No streaming lists here: the reflector falls back to list + watch.
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"BadRequest","code":400}`)
+			return
+		}
+		ch := make(chan string, 16)
+		f.mu.Lock()
+		f.watchers = append(f.watchers, ch)
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					return
+				}
+				fmt.Fprintln(w, ev)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fmt.Fprintf(w, `{"apiVersion":"externaldns.k8s.io/v1alpha1","kind":"DNSEndpointList","metadata":{"resourceVersion":"%d"},"items":[%s]}`, f.rv, strings.Join(f.items, ","))
+}
+
+// send delivers a watch event to every open watch.
+func (f *fakeAPI) send(typ, obj string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.watchers {
+		w <- fmt.Sprintf(`{"type":%q,"object":%s}`, typ, obj)
+	}
+}
+
+func (f *fakeAPI) watching() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.watchers) > 0
+}
+
+// apiObject renders a DNSEndpoint as the API server would return it.
+func apiObject(ns, name string, rv int, changed time.Time, eps ...map[string]any) string {
+	o := map[string]any{
+		"apiVersion": "externaldns.k8s.io/v1alpha1", "kind": "DNSEndpoint",
+		"metadata": map[string]any{
+			"name": name, "namespace": ns, "resourceVersion": fmt.Sprint(rv), "uid": ns + "-" + name,
+			"creationTimestamp": "2024-01-01T00:00:00Z",
+			"managedFields": []any{map[string]any{"manager": "kubectl", "operation": "Apply",
+				"time": changed.UTC().Format(time.RFC3339), "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:spec": map[string]any{}}}},
+		},
+		"spec": map[string]any{"endpoints": eps},
+	}
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+func aEndpoint(name string, targets ...string) map[string]any {
+	return map[string]any{"dnsName": name, "recordType": "A", "targets": targets}
+}
+
+func startKubePlugin(t *testing.T, f *fakeAPI, body string) *K8sCRD {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: fake, cluster: {server: "`+f.srv.URL+`"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: fake, context: {cluster: fake, user: u}}]
+current-context: fake
+`), 0o600)
+	k, err := parse(caddy.NewTestController("dns", "k8scrd example.org {\n kubeconfig "+kc+" fake\n"+body+"\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.cfg.startupWait = 2 * time.Second
+	k.Next = test.NextHandler(dns.RcodeRefused, nil)
+	if err := k.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.shutdown() })
+	return k
+}
+
+func TestKubernetesSourceListWatchUpdateDelete(t *testing.T) {
+	f := newFakeAPI(t, apiObject("web", "www", 5, time.Now(), aEndpoint("www.example.org", "192.0.2.10")))
+	k := startKubePlugin(t, f, "namespaces web\nlabels app=web")
+	if !k.Ready() {
+		t.Fatal("not ready after the first list")
+	}
+	if !hasA(k, t, "www.example.org.", "192.0.2.10")() {
+		t.Fatal("listed object not served")
+	}
+	eventually(t, "watch open", f.watching)
+
+	hBefore := histogramCount(t)
+	f.send("MODIFIED", apiObject("web", "www", 11, time.Now(), aEndpoint("www.example.org", "192.0.2.11")))
+	eventually(t, "update served", hasA(k, t, "www.example.org.", "192.0.2.11"))
+	f.send("ADDED", apiObject("web", "new", 12, time.Now(), aEndpoint("new.example.org", "192.0.2.12")))
+	eventually(t, "added object served", hasA(k, t, "new.example.org.", "192.0.2.12"))
+	f.send("DELETED", apiObject("web", "new", 13, time.Now(), aEndpoint("new.example.org", "192.0.2.12")))
+	eventually(t, "deleted object gone", isNXDOMAIN(k, t, "new.example.org."))
+	if n := histogramCount(t) - hBefore; n < 2 {
+		t.Errorf("propagation delay observed %d times for 2 changes", n)
+	}
+
+	f.mu.Lock()
+	reqs := strings.Join(f.requests, "\n")
+	f.mu.Unlock()
+	if !strings.Contains(reqs, "/apis/externaldns.k8s.io/v1alpha1/namespaces/web/dnsendpoints?") {
+		t.Errorf("namespaces web: requests went to\n%s", reqs)
+	}
+	if !strings.Contains(reqs, "labelSelector=app%3Dweb") {
+		t.Errorf("labels app=web: no label selector in\n%s", reqs)
+	}
+}
+
+func histogramCount(t *testing.T) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := propagationDelay.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+func TestKubernetesForbiddenIsCountedAndServfail(t *testing.T) {
+	f := newFakeAPI(t)
+	f.status = http.StatusForbidden
+	before := testutil.ToFloat64(syncErrors.WithLabelValues("kubernetes"))
+	k := startKubePlugin(t, f, "")
+	if k.Ready() {
+		t.Fatal("ready without a single successful list")
+	}
+	if testutil.ToFloat64(syncErrors.WithLabelValues("kubernetes")) <= before {
+		t.Error("403 not counted in coredns_k8scrd_sync_errors_total")
+	}
+	if _, code := ask(t, k, "www.example.org.", dns.TypeA); code != dns.RcodeServerFailure {
+		t.Errorf("before the first sync: %s, want SERVFAIL", dns.RcodeToString[code])
+	}
+	// Permission granted later: the next retry syncs.
+	f.mu.Lock()
+	f.status = 0
+	f.items = []string{apiObject("web", "www", 5, time.Now(), aEndpoint("www.example.org", "192.0.2.10"))}
+	f.mu.Unlock()
+	deadline := time.Now().Add(15 * time.Second)
+	for !k.Ready() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !k.Ready() || !hasA(k, t, "www.example.org.", "192.0.2.10")() {
+		t.Error("not serving after the API server allowed the list")
+	}
+}
+
+func TestKubernetesKeepsServingWhileAPIServerAway(t *testing.T) {
+	f := newFakeAPI(t, apiObject("web", "www", 5, time.Now(), aEndpoint("www.example.org", "192.0.2.10")))
+	k := startKubePlugin(t, f, "")
+	eventually(t, "watch open", f.watching)
+	f.mu.Lock()
+	f.status = http.StatusServiceUnavailable
+	for _, w := range f.watchers {
+		close(w)
+	}
+	f.watchers = nil
+	f.mu.Unlock()
+	f.srv.CloseClientConnections()
+	time.Sleep(300 * time.Millisecond)
+	if !hasA(k, t, "www.example.org.", "192.0.2.10")() {
+		t.Error("data lost while the API server is away")
+	}
+}
+
+func TestKubernetesTransformStripsManagedFieldsKeepsChangeTime(t *testing.T) {
+	src := newKubernetes(newConfig(), nil)
+	var ep v1alpha1.DNSEndpoint
+	changed := time.Date(2025, 5, 1, 12, 0, 3, 0, time.UTC)
+	if err := json.Unmarshal([]byte(apiObject("web", "www", 7, changed, aEndpoint("www.example.org", "192.0.2.1"))), &ep); err != nil {
+		t.Fatal(err)
+	}
+	ep.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "me"}
+	out, err := src.transform(&ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*v1alpha1.DNSEndpoint)
+	if len(got.ManagedFields) != 0 || got.Annotations["kubectl.kubernetes.io/last-applied-configuration"] != "" || got.Annotations["keep"] != "me" {
+		t.Errorf("transform kept %v, annotations %v", got.ManagedFields, got.Annotations)
+	}
+	if v, ok := src.changed.Load("web/www@7"); !ok || !v.(time.Time).Equal(changed) {
+		t.Errorf("change time %v, want the managedFields time %v", v, changed)
+	}
+}
