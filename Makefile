@@ -13,7 +13,7 @@ GOBUILD_FLAGS := -trimpath -ldflags "-s -w"
 export CGO_ENABLED = 0
 export GOTOOLCHAIN = local
 
-.PHONY: all build run test deps unit e2e generate vet clean
+.PHONY: all build run test deps unit e2e generate vet clean bench bench-smoke
 
 all: build
 
@@ -45,6 +45,20 @@ e2e: build
 		$(GO) test -count=1 -timeout 40m ./test/...
 
 test: deps vet unit e2e
+
+# bench: every side-by-side comparison (minutes; not in CI). Tables go to
+# stdout and are appended to $(BENCH_OUT); BENCHMARKS.md quotes them.
+BENCH_OUT ?= /tmp/fleetdns-bench.md
+bench: build
+	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 10000 -rounds 5 -seconds 10 -out $(BENCH_OUT)
+	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 100000 -rounds 3 -seconds 10 -out $(BENCH_OUT)
+	$(GO) run ./test/bench/splitdns -coredns $(CURDIR)/$(BIN) -routes 1,1000 -rounds 5 -seconds 10 -out $(BENCH_OUT)
+	FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) test/gslb/bench.sh
+	CGO_ENABLED=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./plugin/... | tee -a $(BENCH_OUT)
+
+# bench-smoke: the same harness for a few seconds, to show it still runs.
+bench-smoke: build
+	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 1000 -rounds 1 -seconds 2
 
 clean:
 	rm -rf bin
