@@ -142,7 +142,6 @@ type view struct {
 	answer, auth, glue []string
 }
 
-//
 // What is optional in a positive answer is left out on both sides: the
 // zone's NS RRset in the authority section and addresses of the names that
 // answer records point to (NS, MX, SRV targets) in the additional section
