@@ -97,9 +97,10 @@ func mark(r *dns.Msg) marked {
 	return m
 }
 
-// unmark undoes mark on r.
+// unmark undoes mark on r; on a zero marked it does nothing.
 func (m marked) unmark(r *dns.Msg) {
 	switch {
+	case m.opt == nil:
 	case m.addedOPT:
 		for i := len(r.Extra) - 1; i >= 0; i-- {
 			if r.Extra[i] == m.opt {
@@ -123,6 +124,9 @@ func (m marked) unmark(r *dns.Msg) {
 // record when the client sent none (RFC 6891 §7: no OPT in a reply to a
 // query without one).
 func (m marked) unmarkReply(ret *dns.Msg) {
+	if m.opt == nil {
+		return
+	}
 	for i := len(ret.Extra) - 1; i >= 0; i-- {
 		o, ok := ret.Extra[i].(*dns.OPT)
 		if !ok {

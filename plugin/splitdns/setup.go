@@ -253,6 +253,18 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 		}
 	}
 
+	if s.cfg.kubedns == "" {
+		// Without kube-dns files the routes are all known now: a zone that
+		// readiness waits for must be one of them, or it would never be ready.
+		for _, z := range s.cfg.readyRequires {
+			routed := z == "all" || (z == "." && (s.cfg.def != nil || s.cfg.resolv != nil)) ||
+				slices.ContainsFunc(s.cfg.routes, func(r zoneRoute) bool { return r.zone == z })
+			if !routed {
+				return nil, kd, c.Errf("ready_requires: no route for %s", z)
+			}
+		}
+	}
+
 	tlsConfig := new(tls.Config)
 	if tlsArgs != nil {
 		var err error

@@ -36,8 +36,21 @@ func TestSetupParse(t *testing.T) {
 		}`, nil, ""},
 		{`splitdns {
 			route svc.acme.internal 10.0.0.1
+			default 10.0.0.53
 			ready_requires default svc.acme.internal
 		}`, nil, ""},
+		{`splitdns {
+			route svc.acme.internal 10.0.0.1
+			ready_requires default
+		}`, nil, ""}, // the default default: nothing to wait for
+		{`splitdns {
+			route svc.acme.internal 10.0.0.1
+			ready_requires default svc.acme.internal
+		}`, nil, "ready_requires: no route for ."},
+		{`splitdns {
+			route svc.acme.internal 10.0.0.1
+			ready_requires other.internal
+		}`, nil, "ready_requires: no route for other.internal."},
 		{`splitdns arg {
 		}`, nil, "Wrong argument count"},
 		{`splitdns {

@@ -53,9 +53,18 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	}
 
 	state.Size() // before mark, so the client's own buffer size is remembered
-	m := mark(r)
+	var m marked
+	if r.IsTsig() == nil { // a marker after the TSIG record would break the signature (RFC 8945 §5.1)
+		m = mark(r)
+	}
 	ret, err := s.forward(ctx, state, rt, rm)
 	m.unmark(r)
+	if err == nil && ret.Rcode == dns.RcodeFormatError && m.addedOPT {
+		// An upstream without EDNS may refuse the OPT record that only the
+		// marker needed: ask again as the client asked (RFC 6891 §7).
+		m = marked{}
+		ret, err = s.forward(ctx, state, rt, rm)
+	}
 	if err != nil {
 		rm.response(server, rt.zone, dns.RcodeServerFailure)
 		if errors.Is(err, proxy.ErrInvalidRequest) {

@@ -339,3 +339,27 @@ func eventually(d time.Duration, f func() bool) bool {
 	}
 	return false
 }
+
+func TestUpstreamWithoutEDNSIsAskedAgainWithoutMarker(t *testing.T) {
+	// An old upstream that answers FORMERR to any query with an OPT record.
+	up := newUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		if r.IsEdns0() != nil {
+			m.SetRcode(r, dns.RcodeFormatError)
+			w.WriteMsg(m)
+			return
+		}
+		answerA("10.0.0.1")(w, r)
+	})
+	s := newSplitDNS(t, `splitdns {
+		default `+up.addr+`
+	}`)
+	m := query(t, s, "example.com.", dns.TypeA, false)
+	if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 {
+		t.Errorf("client without EDNS: %s with %d answers, want the answer from the second try", dns.RcodeToString[m.Rcode], len(m.Answer))
+	}
+	// A client that sent EDNS itself gets the upstream's FORMERR, as it would directly.
+	if m := query(t, s, "example.com.", dns.TypeA, true); m.Rcode != dns.RcodeFormatError {
+		t.Errorf("client with EDNS: %s, want FORMERR", dns.RcodeToString[m.Rcode])
+	}
+}

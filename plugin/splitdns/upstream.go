@@ -108,6 +108,7 @@ func (p *pool) retain(t *table, grace time.Duration) {
 		if !used[u] {
 			gone = append(gone, u)
 			delete(p.m, addr)
+			upstreamHealthy.DeleteLabelValues(addr)
 		}
 	}
 	started := p.started

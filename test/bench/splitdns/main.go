@@ -32,14 +32,16 @@ import (
 )
 
 var (
-	flagRoutes  = flag.String("routes", "1,10,1000", "route counts to measure (comma list)")
-	flagRounds  = flag.Int("rounds", 5, "alternating rounds over all servers")
-	flagSeconds = flag.Int("seconds", 10, "dnsperf run length per server per round")
-	flagClients = flag.Int("clients", 20, "dnsperf -c")
-	flagPin     = flag.Bool("pin", true, "pin the server under test to CPU 0, dnsperf and the upstream to CPU 1")
-	flagCoreDNS = flag.String("coredns", "", "coredns binary (default: build ./cmd/coredns)")
-	flagBase    = flag.String("net", "127.0.77", "first three octets of the loopback addresses to use")
-	flagOut     = flag.String("out", "", "append the markdown report to this file")
+	flagRoutes      = flag.String("routes", "1,10,1000", "route counts to measure (comma list)")
+	flagRounds      = flag.Int("rounds", 5, "alternating rounds over all servers")
+	flagSeconds     = flag.Int("seconds", 10, "dnsperf run length per server per round")
+	flagClients     = flag.Int("clients", 20, "dnsperf -c")
+	flagOutstanding = flag.Int("outstanding", 500, "dnsperf -q: queries in flight, enough to keep the server busy")
+	flagPin         = flag.Bool("pin", true, "pin the server under test to CPU 0, dnsperf and the upstream to CPU 1")
+	flagCoreDNS     = flag.String("coredns", "", "coredns binary (default: build ./cmd/coredns)")
+	flagBase        = flag.String("net", "127.0.77", "first three octets of the loopback addresses to use")
+	flagOut         = flag.String("out", "", "append the markdown report to this file")
+	flagMode        = flag.String("mode", "concurrent", "concurrent: A and B loaded at the same time, sharing CPU 0 (external load hits both alike); sequential: back to back")
 )
 
 // queryZones is how many zones the query names spread over; names in zones
@@ -157,9 +159,15 @@ func main() {
 	for round := range *flagRounds {
 		for _, p := range pairs {
 			var qa, qb float64
-			if round%2 == 0 {
+			switch {
+			case *flagMode == "concurrent":
+				done := make(chan struct{})
+				go func() { qb = measure(p.b, round); close(done) }()
+				qa = measure(p.a, round)
+				<-done
+			case round%2 == 0:
 				qa, qb = measure(p.a, round), measure(p.b, round)
-			} else {
+			default:
 				qb, qa = measure(p.b, round), measure(p.a, round)
 			}
 			p.ratios = append(p.ratios, qa/qb)
@@ -216,7 +224,7 @@ func writeQueries(path string) {
 }
 
 func dnsperf(s *server, queries string, seconds int) (qps, done, lost float64) {
-	argv := []string{"dnsperf", "-s", s.addr, "-d", queries, "-l", strconv.Itoa(seconds), "-c", strconv.Itoa(*flagClients), "-T", "1", "-t", "2"}
+	argv := []string{"dnsperf", "-s", s.addr, "-d", queries, "-l", strconv.Itoa(seconds), "-c", strconv.Itoa(*flagClients), "-q", strconv.Itoa(*flagOutstanding), "-T", "1", "-t", "2"}
 	if *flagPin {
 		argv = append([]string{"taskset", "-c", "1"}, argv...)
 	}
@@ -269,8 +277,8 @@ func report(servers []*server, pairs []*pair) {
 	if *flagPin {
 		pin = "server under test on CPU 0, dnsperf and upstream on CPU 1"
 	}
-	fmt.Fprintf(&b, "Command: `go run ./test/bench/splitdns -routes %s -rounds %d -seconds %d -clients %d`; %s; upstream: test/bench/bare; 20,000 A query names, 90%% under %d zones, 10%% outside every zone. Each ratio is the median of per-round ratios, A and B measured back to back.\n\n",
-		*flagRoutes, *flagRounds, *flagSeconds, *flagClients, pin, queryZones)
+	fmt.Fprintf(&b, "Command: `go run ./test/bench/splitdns -routes %s -rounds %d -seconds %d -clients %d -outstanding %d -mode %s`; %s; upstream: test/bench/bare; 20,000 A query names, 90%% under %d zones, 10%% outside every zone. Mode %s (concurrent: A and B under load at the same time, both servers on CPU 0; sequential: back to back); a ratio is the median of per-round ratios.\n\n",
+		*flagRoutes, *flagRounds, *flagSeconds, *flagClients, *flagOutstanding, *flagMode, pin, queryZones, *flagMode)
 	b.WriteString("| server | median qps | median CPU us/query | runs (qps) | max lost |\n|---|---:|---:|---|---:|\n")
 	for _, s := range servers {
 		runs := make([]string, len(s.qps))
