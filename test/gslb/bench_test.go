@@ -258,4 +258,3 @@ func pct(ls []time.Duration, p int) time.Duration {
 	i = min(max(i-1, 0), len(s)-1)
 	return s[i].Round(10 * time.Microsecond)
 }
-

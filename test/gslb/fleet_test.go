@@ -126,21 +126,23 @@ func newFleet(t *testing.T) *fleet {
 }
 
 // clusterHosts is what one cluster's store declares: every host, with this
-// cluster's targets and the per-host policy in providerSpecific.
+// cluster's targets and the per-host policy in providerSpecific. Answer
+// TTLs: recordTTL 7, the weighted host's gslb/ttl 11, the default host's
+// the Corefile's ttl 5.
 func clusterHosts(tag string, own []string) string {
 	return manifest("gslb-hosts", "apps", nil,
-		endpoint{name: hostFailover, rtype: "A", ttl: 5, targets: own,
+		endpoint{name: hostFailover, rtype: "A", ttl: 7, targets: own,
 			properties: map[string]string{"gslb/strategy": "failover", "gslb/primary": "eu,us,ap"}},
-		endpoint{name: hostRR, rtype: "A", ttl: 5, targets: own,
+		endpoint{name: hostRR, rtype: "A", ttl: 7, targets: own,
 			properties: map[string]string{"gslb/strategy": "roundRobin"}},
-		endpoint{name: hostWeighted, rtype: "A", ttl: 5, targets: own,
-			properties: map[string]string{"gslb/strategy": "weighted", "gslb/weight": "eu=0,us=1,ap=1"}},
-		endpoint{name: hostGeo, rtype: "A", ttl: 5, targets: own,
+		endpoint{name: hostWeighted, rtype: "A", ttl: 7, targets: own,
+			properties: map[string]string{"gslb/strategy": "weighted", "gslb/weight": "eu=0,us=1,ap=1", "gslb/ttl": "11"}},
+		endpoint{name: hostGeo, rtype: "A", ttl: 7, targets: own,
 			properties: map[string]string{"gslb/strategy": "geoip"}},
-		endpoint{name: hostDual, rtype: "A", ttl: 5, targets: own,
+		endpoint{name: hostDual, rtype: "A", ttl: 7, targets: own,
 			properties: map[string]string{"gslb/strategy": "failover", "gslb/primary": "us,eu,ap"}},
-		endpoint{name: hostDual, rtype: "AAAA", ttl: 5, targets: v6Of[tag]},
-		endpoint{name: hostDefault, rtype: "A", ttl: 5, targets: own},
+		endpoint{name: hostDual, rtype: "AAAA", ttl: 7, targets: v6Of[tag]},
+		endpoint{name: hostDefault, rtype: "A", targets: own}, // no recordTTL: the Corefile ttl
 	)
 }
 

@@ -22,13 +22,13 @@ const evil = "6.6.6.6"
 type garbageMode int
 
 const (
-	wrongID           garbageMode = iota // a fine answer with another ID
-	randomBytes                          // not a DNS message
-	wrongQuestion                        // an answer for another name
-	truncatedMessage                     // a fine answer cut short
-	ownerMismatch                        // NOERROR, but the A record is for another name
-	servfailWithData                     // SERVFAIL carrying an A record
-	cnameOut                             // a CNAME out of the zone and an A for its target
+	wrongID          garbageMode = iota // a fine answer with another ID
+	randomBytes                         // not a DNS message
+	wrongQuestion                       // an answer for another name
+	truncatedMessage                    // a fine answer cut short
+	ownerMismatch                       // NOERROR, but the A record is for another name
+	servfailWithData                    // SERVFAIL carrying an A record
+	cnameOut                            // a CNAME out of the zone and an A for its target
 	garbageModes
 )
 

@@ -162,6 +162,28 @@ func TestStrategiesFromEveryCluster(t *testing.T) {
 					t.Errorf("localtargets-%s A = %v (%v), want the operator's record %v", hostK8gb, got, err, want)
 				}
 			})
+			t.Run("answer TTLs: gslb/ttl, else recordTTL, else ttl", func(t *testing.T) {
+				for _, tc := range []struct {
+					name string
+					ttl  uint32
+				}{
+					{hostWeighted, 11}, {hostRR, 7}, {hostDefault, 5},
+					{"localtargets-" + hostRR, 7},       // the endpoint's TTL
+					{"localtargets-" + hostDefault, 30}, // localtargets' default, as k8scrd's
+				} {
+					m := harness.Exchange(t, c.addr, tc.name, dns.TypeA)
+					if len(m.Answer) == 0 {
+						t.Errorf("%s: no answer", tc.name)
+						continue
+					}
+					for _, rr := range m.Answer {
+						if rr.Header().Ttl != tc.ttl {
+							t.Errorf("%s: TTL %d, want %d", tc.name, rr.Header().Ttl, tc.ttl)
+							break
+						}
+					}
+				}
+			})
 			t.Run("other types and names fall through to k8scrd", func(t *testing.T) {
 				m, err := harness.Ask(c.addr, hostRR, dns.TypeTXT)
 				if err != nil {
