@@ -272,8 +272,8 @@ func countRRs(n *node) int {
 		return 0
 	}
 	c := 0
-	for _, rrs := range n.rrsets {
-		c += len(rrs)
+	for _, set := range n.rrsets {
+		c += len(set.rrs)
 	}
 	return c
 }
@@ -282,10 +282,14 @@ func countRRs(n *node) int {
 // objects, a deterministic order, one TTL per RRset (the smallest, RFC 2181
 // §5.2), tenancy applied, a CNAME beside other data skipped.
 func (b *builder) merge(name, zone string) *node {
-	objs := slices.Collect(maps.Values(b.byName[name]))
-	if len(objs) == 0 {
+	contrib := b.byName[name]
+	if len(contrib) == 0 {
 		b.count(name, 0, 0)
 		return nil
+	}
+	objs := make([]*object, 0, len(contrib))
+	for _, o := range contrib {
+		objs = append(objs, o)
 	}
 	// Store order: the oldest object first, then namespace/name, then key.
 	slices.SortFunc(objs, func(x, y *object) int {
@@ -295,13 +299,9 @@ func (b *builder) merge(name, zone string) *node {
 		return cmp.Or(cmp.Compare(x.namespace, y.namespace), cmp.Compare(x.name, y.name), cmp.Compare(x.key, y.key))
 	})
 
-	type rrset struct {
-		rrs  []dns.RR
-		seen map[string]bool
-		ttl  uint32
-	}
-	sets := map[uint16]*rrset{}
-	h := &store.Host{Name: name, Properties: map[string]string{}, Labels: map[string]string{}}
+	var sets []rrset
+	var ttls []uint32
+	h := &store.Host{Name: name}
 	skipped := 0
 	owner := objs[0].namespace
 	for _, o := range objs {
@@ -314,31 +314,30 @@ func (b *builder) merge(name, zone string) *node {
 		}
 		h.Verbatim = h.Verbatim || o.verbatim
 		for _, ep := range o.names[name] {
-			set := sets[ep.rtype]
-			if set == nil {
-				set = &rrset{seen: map[string]bool{}, ttl: ep.ttl}
-				sets[ep.rtype] = set
+			i := slices.IndexFunc(sets, func(s rrset) bool { return s.rtype == ep.rtype })
+			if i < 0 {
+				sets = append(sets, rrset{rtype: ep.rtype})
+				ttls = append(ttls, ep.ttl)
+				i = len(sets) - 1
 			}
-			set.ttl = min(set.ttl, ep.ttl)
-			for _, rr := range ep.rrs {
-				k := rdata(rr)
-				if !set.seen[k] {
-					set.seen[k] = true
-					set.rrs = append(set.rrs, rr)
-				}
-			}
-			if ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA {
-				if ep.ttlSet && (!h.TTLSet || ep.ttl < h.TTL) {
-					h.TTL, h.TTLSet = ep.ttl, true
-				}
+			ttls[i] = min(ttls[i], ep.ttl)
+			sets[i].rrs = append(sets[i].rrs, ep.rrs...)
+			if (ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA) && ep.ttlSet && (!h.TTLSet || ep.ttl < h.TTL) {
+				h.TTL, h.TTLSet = ep.ttl, true
 			}
 			for _, p := range ep.props {
 				if _, ok := h.Properties[p.Name]; !ok {
+					if h.Properties == nil {
+						h.Properties = map[string]string{}
+					}
 					h.Properties[p.Name] = p.Value
 				}
 			}
 			for k, v := range ep.labels {
 				if _, ok := h.Labels[k]; !ok {
+					if h.Labels == nil {
+						h.Labels = map[string]string{}
+					}
 					h.Labels[k] = v
 				}
 			}
@@ -349,16 +348,28 @@ func (b *builder) merge(name, zone string) *node {
 	}
 
 	conflicts := 0
-	if c := sets[dns.TypeCNAME]; c != nil && len(c.rrs) > 0 {
+	for i := range sets {
+		// Deterministic order, duplicates removed, one TTL (copies only where an endpoint's differs).
+		rrs := sets[i].rrs
+		slices.SortStableFunc(rrs, compareRR)
+		rrs = slices.CompactFunc(rrs, func(x, y dns.RR) bool { return compareRR(x, y) == 0 })
+		for j, rr := range rrs {
+			if rr.Header().Ttl != ttls[i] {
+				rrs[j] = dns.Copy(rr)
+				rrs[j].Header().Ttl = ttls[i]
+			}
+		}
+		sets[i].rrs = slices.Clip(rrs)
+	}
+	if i := slices.IndexFunc(sets, func(s rrset) bool { return s.rtype == dns.TypeCNAME }); i >= 0 && len(sets[i].rrs) > 0 {
 		// RFC 1034 §3.6.2: a CNAME has no other data beside it. The other data wins.
 		if len(sets) > 1 || name == zone {
-			conflicts = len(c.rrs)
-			delete(sets, dns.TypeCNAME)
-		} else if len(c.rrs) > 1 {
+			conflicts = len(sets[i].rrs)
+			sets = slices.Delete(sets, i, i+1)
+		} else if len(sets[i].rrs) > 1 {
 			// Two objects point one name at different targets: keep the first in order.
-			slices.SortFunc(c.rrs, func(x, y dns.RR) int { return cmp.Compare(rdata(x), rdata(y)) })
-			conflicts = len(c.rrs) - 1
-			c.rrs = c.rrs[:1]
+			conflicts = len(sets[i].rrs) - 1
+			sets[i].rrs = sets[i].rrs[:1]
 		}
 		if conflicts > 0 && b.conflict[name] == 0 {
 			log.Warningf("CNAME at %s skipped: other data or another CNAME at the same name", name)
@@ -366,27 +377,12 @@ func (b *builder) merge(name, zone string) *node {
 	}
 	b.count(name, skipped, conflicts)
 
-	n := &node{name: name, host: h, rrsets: make(map[uint16][]dns.RR, len(sets))}
-	for t, set := range sets {
-		if len(set.rrs) == 0 {
-			continue
-		}
-		rrs := make([]dns.RR, len(set.rrs))
-		for i, rr := range set.rrs {
-			rrs[i] = dns.Copy(rr)
-			rrs[i].Header().Ttl = set.ttl
-		}
-		slices.SortFunc(rrs, compareRR)
-		n.rrsets[t] = rrs
-		switch t {
-		case dns.TypeA:
-			h.A = addrs(rrs)
-		case dns.TypeAAAA:
-			h.AAAA = addrs(rrs)
-		case dns.TypeNS:
-			n.cut = name != zone
-		}
-	}
+	sets = slices.DeleteFunc(sets, func(s rrset) bool { return len(s.rrs) == 0 })
+	slices.SortFunc(sets, func(x, y rrset) int { return cmp.Compare(x.rtype, y.rtype) })
+	n := &node{name: name, host: h, rrsets: slices.Clip(sets)}
+	h.A = addrs(n.get(dns.TypeA))
+	h.AAAA = addrs(n.get(dns.TypeAAAA))
+	n.cut = name != zone && n.get(dns.TypeNS) != nil
 	return n
 }
 
@@ -407,6 +403,9 @@ func netipFrom(ip []byte) netip.Addr {
 }
 
 func addrs(rrs []dns.RR) []netip.Addr {
+	if len(rrs) == 0 {
+		return nil
+	}
 	out := make([]netip.Addr, 0, len(rrs))
 	for _, rr := range rrs {
 		switch x := rr.(type) {
@@ -460,8 +459,8 @@ func (b *builder) zone(origin string, apex *node, records, cuts int, prevSerial 
 	neg := dns.Copy(soa)
 	neg.Header().Ttl = min(c.ttl, c.negTTL)
 	zd := &zoneData{origin: origin, serial: serial, soa: []dns.RR{soa}, negSOA: []dns.RR{neg}, records: records, cuts: cuts}
-	if apex != nil && len(apex.rrsets[dns.TypeNS]) > 0 {
-		zd.ns = apex.rrsets[dns.TypeNS]
+	if apex != nil && len(apex.get(dns.TypeNS)) > 0 {
+		zd.ns = apex.get(dns.TypeNS)
 	} else {
 		zd.ns = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: c.ttl}, Ns: mname}}
 	}

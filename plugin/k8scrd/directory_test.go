@@ -110,21 +110,36 @@ func TestDirectoryFileWrittenInPieces(t *testing.T) {
 	k, dir := newTestPlugin(t, "example.org", zoneBody, nil)
 	full := dnsEndpoint("ns", "p", ep("p.example.org", "A", 0, "192.0.2.4"), ep("q.example.org", "A", 0, "192.0.2.5"))
 	path := filepath.Join(dir, "p.yaml")
+	// The first piece ends inside a quoted target: it does not parse.
+	cut := strings.Index(full, "192.0.2.5") + 4
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// First piece ends mid-document; the rest arrives after the first was read.
-	half := len(full) * 2 / 3
-	f.WriteString(full[:half])
+	f.WriteString(full[:cut])
 	f.Sync()
-	eventually(t, "first piece read", func() bool { return k.snap.Load() != nil })
-	f.WriteString(full[half:])
+	time.Sleep(4 * settle) // the piece is read, does not parse, and is skipped
+	if r, _ := ask(t, k, "p.example.org.", dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Errorf("half-written new file: want nothing served from it yet, got\n%s", r)
+	}
+	f.WriteString(full[cut:])
 	f.Close()
 	eventually(t, "whole file served", hasA(k, t, "q.example.org.", "192.0.2.5"))
 	if !hasA(k, t, "p.example.org.", "192.0.2.4")() {
 		t.Error("p.example.org missing once the file is whole")
 	}
+
+	// Rewritten in place (truncate, then pieces): the previous contents keep
+	// being served until the new ones parse.
+	next := strings.ReplaceAll(full, "192.0.2.", "198.51.100.")
+	cut = strings.Index(next, "198.51.100.5") + 4
+	write(t, path, next[:cut])
+	time.Sleep(4 * settle)
+	if !hasA(k, t, "q.example.org.", "192.0.2.5")() {
+		t.Error("while the file is half-rewritten its previous contents must be served")
+	}
+	write(t, path, next)
+	eventually(t, "rewritten file served", hasA(k, t, "q.example.org.", "198.51.100.5"))
 }
 
 func TestDirectoryConfigMapSymlinkSwap(t *testing.T) {

@@ -41,7 +41,7 @@ func (s *snapshot) lookup(z *zoneData, qname string, qtype uint16) (answer, ns, 
 				// The DS RRset lives on the parent side of the cut; we hold none.
 				return nil, z.negSOA, nil, noData
 			}
-			return nil, cut.rrsets[dns.TypeNS], s.glue(cut.rrsets[dns.TypeNS]), delegation
+			return nil, cut.get(dns.TypeNS), s.glue(cut.get(dns.TypeNS)), delegation
 		}
 	}
 
@@ -99,10 +99,10 @@ func (s *snapshot) wildcard(z *zoneData, qname string) *node {
 
 // answer answers from the declared node n, found for qname (by wildcard when wild).
 func (s *snapshot) answer(z *zoneData, n *node, qname string, qtype uint16, wild bool) (answer, ns, extra []dns.RR, res result) {
-	if cname := n.rrsets[dns.TypeCNAME]; len(cname) > 0 && qtype != dns.TypeCNAME {
+	if cname := n.get(dns.TypeCNAME); len(cname) > 0 && qtype != dns.TypeCNAME {
 		return s.chase(z, synth(cname, qname, wild), qtype)
 	}
-	rrs := n.rrsets[qtype]
+	rrs := n.get(qtype)
 	if len(rrs) == 0 {
 		return nil, z.negSOA, nil, noData
 	}
@@ -127,7 +127,7 @@ func (s *snapshot) chase(z *zoneData, answer []dns.RR, qtype uint16) ([]dns.RR, 
 		} else {
 			if z.cuts > 0 {
 				if cut := s.cut(z, target); cut != nil {
-					return answer, cut.rrsets[dns.TypeNS], s.glue(cut.rrsets[dns.TypeNS]), delegation
+					return answer, cut.get(dns.TypeNS), s.glue(cut.get(dns.TypeNS)), delegation
 				}
 			}
 			n := s.get(target)
@@ -141,11 +141,11 @@ func (s *snapshot) chase(z *zoneData, answer []dns.RR, qtype uint16) ([]dns.RR, 
 			case !n.declared():
 				return answer, z.negSOA, nil, noData
 			}
-			if cname := n.rrsets[dns.TypeCNAME]; len(cname) > 0 && qtype != dns.TypeCNAME {
+			if cname := n.get(dns.TypeCNAME); len(cname) > 0 && qtype != dns.TypeCNAME {
 				answer = append(answer, synth(cname, target, wild)...)
 				continue
 			}
-			rrs := n.rrsets[qtype]
+			rrs := n.get(qtype)
 			if len(rrs) == 0 {
 				return answer, z.negSOA, nil, noData
 			}
@@ -178,8 +178,8 @@ func (s *snapshot) glue(nsrrs []dns.RR) (glue []dns.RR) {
 			continue
 		}
 		if n := s.get(ns.Ns); n != nil {
-			glue = append(glue, n.rrsets[dns.TypeA]...)
-			glue = append(glue, n.rrsets[dns.TypeAAAA]...)
+			glue = append(glue, n.get(dns.TypeA)...)
+			glue = append(glue, n.get(dns.TypeAAAA)...)
 		}
 	}
 	return glue
@@ -206,8 +206,8 @@ func (s *snapshot) additional(rrs []dns.RR) (extra []dns.RR) {
 		}
 		seen[name] = true
 		if n := s.get(name); n != nil {
-			extra = append(extra, n.rrsets[dns.TypeA]...)
-			extra = append(extra, n.rrsets[dns.TypeAAAA]...)
+			extra = append(extra, n.get(dns.TypeA)...)
+			extra = append(extra, n.get(dns.TypeAAAA)...)
 		}
 	}
 	return extra

@@ -32,7 +32,7 @@ type rrEndpoint struct {
 	rtype  uint16
 	ttl    uint32
 	ttlSet bool
-	rrs    []dns.RR // TTL not yet set: the merged RRset decides it
+	rrs    []dns.RR // at the endpoint's TTL; the merged RRset may lower it
 	addrs  []netip.Addr
 	props  endpoint.ProviderSpecific
 	labels endpoint.Labels
@@ -113,7 +113,7 @@ func convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32) (string, 
 	if rtype == dns.TypeCNAME && len(ep.Targets) > 1 {
 		return "", nil, reasonCNAMEs, fmt.Errorf("a CNAME has one target, not %d", len(ep.Targets))
 	}
-	hdr := dns.RR_Header{Name: name, Rrtype: rtype, Class: dns.ClassINET}
+	hdr := dns.RR_Header{Name: name, Rrtype: rtype, Class: dns.ClassINET, Ttl: e.ttl}
 	for _, t := range ep.Targets {
 		rr, addr, err := target(hdr, t)
 		if err != nil {
@@ -201,7 +201,7 @@ func target(hdr dns.RR_Header, t string) (dns.RR, netip.Addr, error) {
 		return &dns.TXT{Hdr: hdr, Txt: txtStrings(t)}, netip.Addr{}, nil
 	}
 	// CAA and NAPTR: external-dns targets are the presentation format of the RDATA.
-	rr, err := dns.NewRR(hdr.Name + " 0 IN " + dns.TypeToString[hdr.Rrtype] + " " + t)
+	rr, err := dns.NewRR(hdr.Name + " " + strconv.FormatUint(uint64(hdr.Ttl), 10) + " IN " + dns.TypeToString[hdr.Rrtype] + " " + t)
 	if err != nil || rr == nil {
 		return nil, netip.Addr{}, fmt.Errorf("%s target %q does not parse", dns.TypeToString[hdr.Rrtype], t)
 	}

@@ -19,8 +19,9 @@ func shardOf(name string) int { return int(maphash.String(shardSeed, name) & (nS
 // node is what the store holds at one name. Immutable once published.
 type node struct {
 	name string
-	// rrsets is the served data per type; nil for an empty non-terminal.
-	rrsets map[uint16][]dns.RR
+	// rrsets is the served data, one entry per type (a few at most: a slice
+	// beats a map in size and speed); nil for an empty non-terminal.
+	rrsets []rrset
 	// host is the merged endpoint view for store.Reader; nil for an empty non-terminal.
 	host *store.Host
 	// below counts the declared names strictly below this one (in its zone):
@@ -30,7 +31,23 @@ type node struct {
 	cut bool
 }
 
+// rrset is the records of one type at a name, TTLs equal.
+type rrset struct {
+	rtype uint16
+	rrs   []dns.RR
+}
+
 func (n *node) declared() bool { return n.host != nil }
+
+// get returns the RRset of type t at n, nil when there is none.
+func (n *node) get(t uint16) []dns.RR {
+	for i := range n.rrsets {
+		if n.rrsets[i].rtype == t {
+			return n.rrsets[i].rrs
+		}
+	}
+	return nil
+}
 
 // zoneData is what one zone needs besides its names. Immutable once published.
 type zoneData struct {

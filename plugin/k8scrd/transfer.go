@@ -50,16 +50,11 @@ func (k *K8sCRD) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 		slices.SortFunc(names, canonicalOrder)
 		for _, name := range names {
 			n := s.get(name)
-			types := make([]uint16, 0, len(n.rrsets))
-			for t := range n.rrsets {
-				if name == zone && t == dns.TypeNS {
+			for _, set := range n.rrsets { // ordered by type
+				if name == zone && set.rtype == dns.TypeNS {
 					continue // sent above
 				}
-				types = append(types, t)
-			}
-			slices.Sort(types)
-			for _, t := range types {
-				ch <- n.rrsets[t]
+				ch <- set.rrs
 			}
 		}
 		ch <- z.soa

@@ -1,0 +1,25 @@
+package k8scrd
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMetricsRecordsPerZoneAndLastSync(t *testing.T) {
+	_, dir := newTestPlugin(t, "metrics.example", "", map[string]string{
+		"a.yaml": dnsEndpoint("ns", "a", ep("a.metrics.example", "A", 0, "192.0.2.1", "192.0.2.2"), ep("a.metrics.example", "TXT", 0, "x")),
+	})
+	records := func() float64 { return testutil.ToFloat64(recordsGauge.WithLabelValues("metrics.example.")) }
+	if records() != 3 {
+		t.Errorf("records: %v, want 3", records())
+	}
+	if ts := testutil.ToFloat64(lastSync); time.Since(time.Unix(int64(ts), 0)) > time.Minute {
+		t.Errorf("last sync timestamp %v is not recent", ts)
+	}
+	os.Remove(filepath.Join(dir, "a.yaml"))
+	eventually(t, "records drop to 0", func() bool { return records() == 0 })
+}
