@@ -52,6 +52,7 @@ const (
 	hostWeighted = "weighted." + zone
 	hostGeo      = "geo." + zone
 	hostDual     = "dual." + zone
+	hostDualRR   = "dualrr." + zone
 	hostDefault  = "default." + zone // no providerSpecific: the Corefile's strategy
 )
 
@@ -142,6 +143,9 @@ func clusterHosts(tag string, own []string) string {
 		endpoint{name: hostDual, rtype: "A", ttl: 7, targets: own,
 			properties: map[string]string{"gslb/strategy": "failover", "gslb/primary": "us,eu,ap"}},
 		endpoint{name: hostDual, rtype: "AAAA", ttl: 7, targets: v6Of[tag]},
+		endpoint{name: hostDualRR, rtype: "A", ttl: 7, targets: own,
+			properties: map[string]string{"gslb/strategy": "roundRobin"}},
+		endpoint{name: hostDualRR, rtype: "AAAA", ttl: 7, targets: v6Of[tag]},
 		endpoint{name: hostDefault, rtype: "A", targets: own}, // no recordTTL: the Corefile ttl
 	)
 }

@@ -184,6 +184,17 @@ func TestStrategiesFromEveryCluster(t *testing.T) {
 					}
 				}
 			})
+			t.Run("AAAA from every cluster that has it", func(t *testing.T) {
+				want := sorted(append(append([]string(nil), v6Of["eu"]...), v6Of["ap"]...))
+				m := harness.Exchange(t, c.addr, hostDualRR, dns.TypeAAAA)
+				if got := harness.Targets(m, dns.TypeAAAA); !equal(got, want) {
+					t.Errorf("%s AAAA = %v, want %v", hostDualRR, got, want)
+				}
+				m = harness.Exchange(t, c.addr, "localtargets-"+hostDualRR, dns.TypeAAAA)
+				if got := harness.Targets(m, dns.TypeAAAA); !equal(got, sorted(v6Of[tag])) || m.Rcode != dns.RcodeSuccess {
+					t.Errorf("localtargets-%s AAAA = %s %v, want %v", hostDualRR, dns.RcodeToString[m.Rcode], got, v6Of[tag])
+				}
+			})
 			t.Run("other types and names fall through to k8scrd", func(t *testing.T) {
 				m, err := harness.Ask(c.addr, hostRR, dns.TypeTXT)
 				if err != nil {
