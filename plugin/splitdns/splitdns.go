@@ -105,7 +105,9 @@ func (s *SplitDNS) forward(ctx context.Context, state request.Request, rt *route
 			var ret *dns.Msg
 			ret, err = s.exchange(ctx, state, u, rm)
 			if err == nil {
-				u.answered.Store(true)
+				if !u.answered.Load() { // read first: no write to a shared cache line per query
+					u.answered.Store(true)
+				}
 				return ret, nil
 			}
 			if errors.Is(err, proxy.ErrInvalidRequest) {

@@ -36,7 +36,7 @@ var (
 	flagRounds      = flag.Int("rounds", 5, "alternating rounds over all servers")
 	flagSeconds     = flag.Int("seconds", 10, "dnsperf run length per server per round")
 	flagClients     = flag.Int("clients", 20, "dnsperf -c")
-	flagOutstanding = flag.Int("outstanding", 500, "dnsperf -q: queries in flight, enough to keep the server busy")
+	flagOutstanding = flag.Int("outstanding", 100, "dnsperf -q: queries in flight, enough to keep the server busy")
 	flagPin         = flag.Bool("pin", true, "pin the server under test to CPU 0, dnsperf and the upstream to CPU 1")
 	flagCoreDNS     = flag.String("coredns", "", "coredns binary (default: build ./cmd/coredns)")
 	flagBase        = flag.String("net", "127.0.77", "first three octets of the loopback addresses to use")
