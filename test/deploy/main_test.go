@@ -3,10 +3,12 @@ package deploy
 import (
 	"os"
 	"testing"
+
+	"github.com/fleetdns/fleetdns/test/harness"
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := harness.Main(m)
 	if dockerDir != "" {
 		os.RemoveAll(dockerDir)
 	}
