@@ -4,7 +4,6 @@ package k8scrd
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -90,7 +89,7 @@ func (r reader) Hosts(zone string, fn func(*store.Host) bool) {
 	s := r.k.snap.Load()
 	for _, sh := range s.shards {
 		for name, n := range sh {
-			if n.host != nil && dns.IsSubDomain(zone, name) && strings.HasSuffix(name, zone) {
+			if n.host != nil && dns.IsSubDomain(zone, name) {
 				if !fn(n.host) {
 					return
 				}

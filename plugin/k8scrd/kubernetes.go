@@ -131,6 +131,7 @@ func (k *kubernetes) start() error {
 		defer k.wg.Done()
 		// Every object of the first listing has reached the builder: mark the sync.
 		if cache.WaitForCacheSync(ctx.Done(), synced...) {
+			k.recovered()
 			log.Infof("First sync of %s from %s done", resource, rc.Host)
 			k.b.synced()
 		}
@@ -169,11 +170,23 @@ func (k *kubernetes) transform(obj any) (any, error) {
 	return ep, nil
 }
 
+// recovered notes that list/watch works again after logged errors, so the
+// next failure is logged again.
+func (k *kubernetes) recovered() {
+	k.errMu.Lock()
+	defer k.errMu.Unlock()
+	if len(k.lastErr) > 0 {
+		log.Infof("List/watch of %s works again", resource)
+		clear(k.lastErr)
+	}
+}
+
 func (k *kubernetes) add(obj any) {
 	ep, ok := obj.(*v1alpha1.DNSEndpoint)
 	if !ok {
 		return
 	}
+	k.recovered()
 	key := ep.Namespace + "/" + ep.Name
 	var changed time.Time
 	if v, ok := k.changed.LoadAndDelete(key + "@" + ep.ResourceVersion); ok {
@@ -203,6 +216,7 @@ func (k *kubernetes) update(old, obj any) {
 }
 
 func (k *kubernetes) delete(obj any) {
+	k.recovered()
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}

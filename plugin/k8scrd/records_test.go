@@ -1,0 +1,59 @@
+package k8scrd
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+	"sigs.k8s.io/external-dns/endpoint"
+)
+
+func TestTargetFormats(t *testing.T) {
+	long := strings.Repeat("k", 600)
+	for _, tc := range []struct {
+		rtype, target, want string
+	}{
+		{"A", "192.0.2.1", "x.example.org.\t30\tIN\tA\t192.0.2.1"},
+		{"A", "::ffff:192.0.2.1", "x.example.org.\t30\tIN\tA\t192.0.2.1"},
+		{"AAAA", "2001:DB8::1", "x.example.org.\t30\tIN\tAAAA\t2001:db8::1"},
+		{"CNAME", "WWW.Example.org.", "x.example.org.\t30\tIN\tCNAME\twww.example.org."},
+		{"MX", "10 mail.example.org", "x.example.org.\t30\tIN\tMX\t10 mail.example.org."},
+		{"SRV", "0 5 443 svc.example.org.", "x.example.org.\t30\tIN\tSRV\t0 5 443 svc.example.org."},
+		{"NS", "ns1.example.net", "x.example.org.\t30\tIN\tNS\tns1.example.net."},
+		{"PTR", "host.example.org", "x.example.org.\t30\tIN\tPTR\thost.example.org."},
+		{"TXT", `"heritage=external-dns,external-dns/owner=default"`, "x.example.org.\t30\tIN\tTXT\t\"heritage=external-dns,external-dns/owner=default\""},
+		{"TXT", long, "x.example.org.\t30\tIN\tTXT\t\"" + long[:255] + "\" \"" + long[255:510] + "\" \"" + long[510:] + "\""},
+		{"CAA", `0 issue "letsencrypt.org"`, "x.example.org.\t30\tIN\tCAA\t0 issue \"letsencrypt.org\""},
+		{"NAPTR", `100 10 "S" "SIP+D2U" "" _sip._udp.example.org.`, "x.example.org.\t30\tIN\tNAPTR\t100 10 \"S\" \"SIP+D2U\" \"\" _sip._udp.example.org."},
+	} {
+		_, e, reason, err := convert(endpoint.NewEndpoint("X.example.org", tc.rtype, tc.target), []string{"example.org."}, 30)
+		if err != nil {
+			t.Errorf("%s %q: %s: %v", tc.rtype, tc.target, reason, err)
+			continue
+		}
+		if got := e.rrs[0].String(); got != tc.want {
+			t.Errorf("%s %q:\n got %s\nwant %s", tc.rtype, tc.target, got, tc.want)
+		}
+		if _, err := dns.NewRR(e.rrs[0].String()); err != nil {
+			t.Errorf("%s: record does not round-trip: %v", tc.rtype, err)
+		}
+	}
+}
+
+func TestTargetFormatsRejected(t *testing.T) {
+	for _, tc := range []struct{ name, rtype, target, reason string }{
+		{"x.example.org", "A", "300.1.1.1", reasonTarget},
+		{"x.example.org", "A", "fe80::1%eth0", reasonTarget},
+		{"x.example.org", "MX", "mail.example.org", reasonTarget},
+		{"x.example.org", "SRV", "1 2 70000 h.example.org", reasonTarget},
+		{"x.example.org", "CAA", "issue", reasonTarget},
+		{"x.example.org", "CNAME", "bad name", reasonTarget},
+		{"x.example.org", "SOA", "a b 1 2 3 4 5", reasonType},
+		{"x.example.net", "A", "192.0.2.1", reasonZone},
+		{"x..example.org", "A", "192.0.2.1", reasonName},
+	} {
+		if _, _, reason, err := convert(endpoint.NewEndpoint(tc.name, tc.rtype, tc.target), []string{"example.org."}, 30); err == nil || reason != tc.reason {
+			t.Errorf("%s %s %q: reason %q (%v), want %q", tc.name, tc.rtype, tc.target, reason, err, tc.reason)
+		}
+	}
+}
