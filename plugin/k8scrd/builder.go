@@ -34,6 +34,7 @@ type builder struct {
 	pending    map[string]change
 	syncedSeen bool
 	wake       chan struct{}
+	swaps      atomic.Int64 // snapshots published, for tests
 
 	// owned by run
 	objects  map[string]*object
@@ -128,6 +129,7 @@ func (b *builder) flush() {
 	next := b.apply(cur, batch)
 	next.synced = synced
 	b.snap.Store(next)
+	b.swaps.Add(1)
 
 	now := b.now()
 	lastSync.Set(float64(now.Unix()))

@@ -1,6 +1,7 @@
 package k8scrd
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -199,5 +200,26 @@ func TestStoreReaderForOtherPlugins(t *testing.T) {
 	slices.Sort(names)
 	if !slices.Equal(names, []string{"app.gslb.example.org.", "declared.gslb.example.org."}) {
 		t.Errorf("Hosts walked %v", names)
+	}
+}
+
+func TestBurstOfEventsCoalescedIntoFewSwaps(t *testing.T) {
+	k, _ := newTestPlugin(t, "example.org", zoneBody, nil)
+	cfg := k.cfg
+	before := k.builder.swaps.Load()
+	start := time.Now()
+	for i := range 1000 {
+		k.builder.upsert(benchObject(cfg, i, 1, "192.0.2.1"))
+	}
+	queued := time.Since(start)
+	eventually(t, "burst applied", hasA(k, t, "host999-0.team49.example.org.", "192.0.2.1"))
+	// 1000 events queued in much less than the 20 ms window become one or two swaps.
+	if n := k.builder.swaps.Load() - before; queued < 10*time.Millisecond && n > 2 {
+		t.Errorf("1000 events in %v made %d snapshot swaps, want at most 2", queued, n)
+	}
+	for i := range 1000 {
+		if i%97 == 0 && !hasA(k, t, fmt.Sprintf("host%d-0.team%d.example.org.", i, i%50), "192.0.2.1")() {
+			t.Errorf("object %d of the burst not served", i)
+		}
 	}
 }
