@@ -16,4 +16,24 @@
 //		m := harness.Exchange(t, srv.Addr, "www.example.org.", dns.TypeA)
 //		...
 //	}
+//
+// A real Kubernetes API server, one per test package:
+//
+//	func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
+//
+//	func TestServes(t *testing.T) {
+//		k := harness.SharedKube(t)            // kube-apiserver + etcd, CRD installed
+//		ns := k.NewNamespace(t, "serves")     // deleted at the end
+//		k.CreateDNSEndpoint(t, ns, "www", nil, harness.Endpoint{
+//			DNSName: "www.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}})
+//		// k.Kubeconfig is an admin kubeconfig; for RBAC tests:
+//		k.ServiceAccountWithRules(t, ns, "fleetdns", harness.DNSEndpointReaderRules)
+//		kubeconfig := k.TokenKubeconfig(t, ns, "fleetdns")
+//		...
+//	}
+//
+// k.Apply / TryApply server-side apply any multi-document manifest (DryRun
+// for dry-run=server), k.Kubectl runs kubectl, and StopAPIServer,
+// StartAPIServer, StopEtcd, StartEtcd (or a private StartKube(t)) make
+// faults. StartNSD runs Debian's nsd as a reference authoritative server.
 package harness

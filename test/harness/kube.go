@@ -374,8 +374,9 @@ current-context: %s
 	return path, os.WriteFile(path, []byte(cfg), 0o600)
 }
 
-// StopAPIServer stops kube-apiserver (SIGTERM); etcd keeps running.
-func (k *Kube) StopAPIServer() { k.APIServer.Stop() }
+// StopAPIServer stops kube-apiserver (SIGTERM, SIGKILL after 5 s: with open
+// watches its graceful shutdown can take longer); etcd keeps running.
+func (k *Kube) StopAPIServer() { k.APIServer.stop(sigterm, 5*time.Second) }
 
 // KillAPIServer kills kube-apiserver with SIGKILL (a crash).
 func (k *Kube) KillAPIServer() { k.APIServer.Kill() }

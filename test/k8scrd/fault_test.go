@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetdns/fleetdns/test/harness"
+	"github.com/miekg/dns"
 )
 
 // prober asks name A every 20 ms until stopped and records every answer
@@ -99,4 +100,26 @@ func TestAPIServerAndEtcdOutages(t *testing.T) {
 	if !srv.Running() {
 		t.Fatal("coredns exited during the outages")
 	}
+
+	// A coredns that starts while the API server is away has no data: it
+	// answers SERVFAIL (never an authoritative NXDOMAIN that resolvers would
+	// cache) and is not ready, until the API server returns.
+	k.StopAPIServer()
+	late := startK8sCRD(t, "outage.example.", source{kubeconfig: k.Kubeconfig}, nil, nil, false)
+	for _, name := range []string{"www.outage.example", "absent.outage.example"} {
+		r := harness.Exchange(t, late.Addr, name, dns.TypeA, harness.NoRD)
+		if r.Rcode != dns.RcodeServerFailure {
+			t.Errorf("before the first sync, %s A: rcode %s, want SERVFAIL", name, dns.RcodeToString[r.Rcode])
+		}
+	}
+	if ok, _ := httpStatus(late.ReadyURL); ok {
+		t.Errorf("ready before the first sync")
+	}
+	k.StartAPIServer(t)
+	d = waitA(t, late.Addr, "www.outage.example", "192.0.2.2", 60*time.Second)
+	t.Logf("coredns started while the API server was away: first answer %v after the API server returned", d)
+	harness.Eventually(t, 10*time.Second, func() (bool, string) {
+		ok, status := httpStatus(late.ReadyURL)
+		return ok, "ready: " + status
+	})
 }

@@ -3,6 +3,7 @@ package k8scrd_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"sync"
 	"testing"
@@ -96,6 +97,14 @@ func TestPropagationDelay(t *testing.T) {
 	t.Logf("create -> first answer over %d objects: %s (goal p99 < %v: %v)", n, pt, propagationGoal, pt.p99 < propagationGoal)
 	t.Logf("  of which the create call itself:        %s", pa)
 	t.Logf("update -> first answer over %d updates: %s", len(upd), pu)
+	// k8scrd's own view of the same delay, as an operator would watch it.
+	metrics := httpBody(t, srv.MetricsURL)
+	if !regexp.MustCompile(`(?m)^coredns_k8scrd_propagation_delay_seconds_count [1-9]`).MatchString(metrics) {
+		t.Errorf("coredns_k8scrd_propagation_delay_seconds has no observations after %d changes", n+len(upd))
+	}
+	if !regexp.MustCompile(`(?m)^coredns_k8scrd_records\{zone="prop.example."\} [1-9]`).MatchString(metrics) {
+		t.Errorf("coredns_k8scrd_records{zone=\"prop.example.\"} missing or zero")
+	}
 	if pt.p99 > propagationLimit {
 		t.Errorf("create -> first answer p99 %v exceeds even the generous bound %v", pt.p99, propagationLimit)
 	}
