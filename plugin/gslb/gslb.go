@@ -5,6 +5,7 @@ package gslb
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -95,7 +96,7 @@ func (g *GSLB) Name() string { return pluginName }
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
 	qname := state.Name()
-	if g.store == nil || !dns.IsSubDomain(g.zone, qname) {
+	if g.store == nil || !inZone(qname, g.zone) {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
 	switch state.QType() {
@@ -127,7 +128,10 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	var buf [8]tagView
 	views := g.collect(h, buf[:0])
 	pol := g.policyOf(h)
-	cl := g.clientOf(ctx, state, ecs)
+	var cl client
+	if pol.strategy == geoip {
+		cl = g.clientOf(ctx, state, ecs)
+	}
 	d := g.decide(pol, views, &cl)
 
 	m := new(dns.Msg)
@@ -179,6 +183,13 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	answers.WithLabelValues(g.zone, d.strategy, result).Inc()
 	w.WriteMsg(addOPT(m, r, ecs, scope))
 	return dns.RcodeSuccess, nil
+}
+
+// inZone reports whether name is zone or below it; both lower-case and
+// fully qualified.
+func inZone(name, zone string) bool {
+	return name == zone || zone == "." ||
+		(len(name) > len(zone) && name[len(name)-len(zone)-1] == '.' && name[len(name)-len(zone):] == zone)
 }
 
 // addOPT adds the reply's OPT record when the query had one.
@@ -293,10 +304,13 @@ func (g *GSLB) ttlOf(pol *policy, h *store.Host) uint32 {
 
 func (g *GSLB) clientOf(ctx context.Context, state request.Request, ecs *dns.EDNS0_SUBNET) client {
 	var src netip.Addr
-	if ap, err := netip.ParseAddrPort(state.W.RemoteAddr().String()); err == nil {
-		src = ap.Addr()
-	} else if a, err := netip.ParseAddr(state.IP()); err == nil {
-		src = a
+	switch a := state.W.RemoteAddr().(type) {
+	case *net.UDPAddr:
+		src, _ = netip.AddrFromSlice(a.IP)
+	case *net.TCPAddr:
+		src, _ = netip.AddrFromSlice(a.IP)
+	default:
+		src, _ = netip.ParseAddr(state.IP())
 	}
 	addr, bits := ecsClient(ecs, src)
 	return client{ctx: ctx, addr: addr, bits: bits}

@@ -13,7 +13,7 @@ import (
 const app = "app." + zone
 
 // twoPeers starts peers us and ap beside this cluster eu.
-func twoPeers(t *testing.T, extra string, st *fakeStore) (*GSLB, *next, *fakePeer, *fakePeer) {
+func twoPeers(t testing.TB, extra string, st *fakeStore) (*GSLB, *next, *fakePeer, *fakePeer) {
 	t.Helper()
 	us := startPeer(t, map[string][]string{app: {"10.0.2.1", "fd00::2:1"}})
 	ap := startPeer(t, map[string][]string{app: {"10.0.3.1"}})

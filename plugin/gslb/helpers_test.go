@@ -105,7 +105,7 @@ type fakePeer struct {
 	queries atomic.Int64
 }
 
-func startPeer(t *testing.T, targets map[string][]string) *fakePeer {
+func startPeer(t testing.TB, targets map[string][]string) *fakePeer {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -205,7 +205,7 @@ func (n *next) ServeDNS(_ context.Context, w dns.ResponseWriter, r *dns.Msg) (in
 
 // newGSLB parses a gslb block, wires the fake store and next plugin, and
 // starts the background loops.
-func newGSLB(t *testing.T, corefile string, st *fakeStore) (*GSLB, *next) {
+func newGSLB(t testing.TB, corefile string, st *fakeStore) (*GSLB, *next) {
 	t.Helper()
 	c := caddy.NewTestController("dns", corefile)
 	g, err := parse(c)
@@ -220,7 +220,7 @@ func newGSLB(t *testing.T, corefile string, st *fakeStore) (*GSLB, *next) {
 	return g, n
 }
 
-func waitReady(t *testing.T, g *GSLB) {
+func waitReady(t testing.TB, g *GSLB) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !g.Ready() {
@@ -232,7 +232,7 @@ func waitReady(t *testing.T, g *GSLB) {
 }
 
 // eventually polls cond until it holds or 5s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
@@ -260,7 +260,12 @@ func withECS(family uint16, addr string, bits uint8) queryOpt {
 	}
 }
 
-func ask(t *testing.T, g *GSLB, name string, qtype uint16, opts ...queryOpt) *dns.Msg {
+func ask(t testing.TB, g *GSLB, name string, qtype uint16, opts ...queryOpt) *dns.Msg {
+	t.Helper()
+	return askCtx(context.Background(), t, g, name, qtype, opts...)
+}
+
+func askCtx(ctx context.Context, t testing.TB, g *GSLB, name string, qtype uint16, opts ...queryOpt) *dns.Msg {
 	t.Helper()
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
@@ -269,7 +274,7 @@ func ask(t *testing.T, g *GSLB, name string, qtype uint16, opts ...queryOpt) *dn
 		o(m, rw)
 	}
 	rec := dnstest.NewRecorder(rw)
-	if _, err := g.ServeDNS(context.Background(), rec, m); err != nil {
+	if _, err := g.ServeDNS(ctx, rec, m); err != nil {
 		t.Fatalf("ServeDNS %s: %v", name, err)
 	}
 	if rec.Msg == nil {
@@ -290,4 +295,23 @@ func addrs(m *dns.Msg) []string {
 		}
 	}
 	return out
+}
+
+func withEDNS() queryOpt {
+	return func(m *dns.Msg, _ *test.ResponseWriter) { m.SetEdns0(4096, false) }
+}
+
+// replyECS returns the reply's ECS option, nil when it has none; hasOPT is
+// whether the reply had an OPT record at all.
+func replyECS(m *dns.Msg) (ecs *dns.EDNS0_SUBNET, hasOPT bool) {
+	o := m.IsEdns0()
+	if o == nil {
+		return nil, false
+	}
+	for _, opt := range o.Option {
+		if e, ok := opt.(*dns.EDNS0_SUBNET); ok {
+			return e, true
+		}
+	}
+	return nil, true
 }

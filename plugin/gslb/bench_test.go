@@ -1,0 +1,44 @@
+package gslb
+
+import (
+	"context"
+	"testing"
+
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+)
+
+// discard is a ResponseWriter that drops the reply, so the benchmark
+// measures ServeDNS alone.
+type discard struct{ test.ResponseWriter }
+
+func (discard) WriteMsg(*dns.Msg) error { return nil }
+
+func benchServe(b *testing.B, extra string, h string, qtype uint16, opts ...queryOpt) {
+	st := newFakeStore(host(app, "10.0.1.1", "fd00::1:1"),
+		withProps(host("w."+zone, "10.0.1.1"), propStrategy, "weighted", propWeight, "eu=50,us=30,ap=20"))
+	g, _, _, _ := twoPeers(b, extra, st)
+	m := new(dns.Msg)
+	m.SetQuestion(h, qtype)
+	w := &discard{}
+	for _, o := range opts {
+		o(m, &w.ResponseWriter)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		g.ServeDNS(ctx, w, m)
+	}
+}
+
+// BenchmarkServeDNS: steady state (every peer answer cached), two peers.
+func BenchmarkServeDNS(b *testing.B) {
+	b.Run("roundRobin", func(b *testing.B) { benchServe(b, "strategy roundRobin", app, dns.TypeA) })
+	b.Run("failover", func(b *testing.B) { benchServe(b, "strategy failover\nprimary us eu ap", app, dns.TypeA) })
+	b.Run("weighted-property", func(b *testing.B) { benchServe(b, "", "w."+zone, dns.TypeA) })
+	b.Run("geoip-ecs", func(b *testing.B) {
+		benchServe(b, geoCIDRs, app, dns.TypeA, withECS(1, "10.2.3.0", 24))
+	})
+	b.Run("fallthrough", func(b *testing.B) { benchServe(b, "", "nothere."+zone, dns.TypeA) })
+}

@@ -1,0 +1,193 @@
+package gslb
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/coredns/coredns/plugin/metadata"
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
+	"github.com/miekg/dns"
+)
+
+const geoCIDRs = `strategy geoip
+		geo cidr 10.1.0.0/16 eu
+		geo cidr 10.2.0.0/16 us
+		geo cidr 10.3.0.0/24 ap
+		geo cidr 10.3.0.0/16 us`
+
+func TestGeoipBySubnetEchoesECSWithScope(t *testing.T) {
+	st := newFakeStore(host(app, "10.0.1.1"))
+	g, _, _, _ := twoPeers(t, geoCIDRs, st)
+
+	for _, c := range []struct {
+		subnet string
+		bits   uint8
+		want   []string
+		scope  uint8
+	}{
+		{"10.2.3.0", 24, []string{"10.0.2.1"}, 16},
+		{"10.1.0.0", 16, []string{"10.0.1.1"}, 16},
+		{"10.3.0.0", 24, []string{"10.0.3.1"}, 24}, // most specific CIDR wins
+		{"10.3.7.0", 24, []string{"10.0.2.1"}, 16},
+		{"192.168.1.0", 24, []string{"10.0.1.1", "10.0.3.1", "10.0.2.1"}, 24}, // no tag: all, scope of the client's subnet
+	} {
+		m := ask(t, g, app, dns.TypeA, withECS(1, c.subnet, c.bits))
+		if got := addrs(m); !slices.Equal(got, c.want) {
+			t.Errorf("%s/%d: got %v, want %v", c.subnet, c.bits, got, c.want)
+		}
+		ecs, _ := replyECS(m)
+		if ecs == nil {
+			t.Fatalf("%s/%d: reply has no ECS", c.subnet, c.bits)
+		}
+		if ecs.Family != 1 || ecs.SourceNetmask != c.bits || !ecs.Address.Equal(net.ParseIP(c.subnet)) || ecs.SourceScope != c.scope {
+			t.Errorf("%s/%d: reply ECS %s family %d, want %s/%d/%d", c.subnet, c.bits, ecs, ecs.Family, c.subnet, c.bits, c.scope)
+		}
+	}
+}
+
+func TestGeoipBySourceAddressWithoutECS(t *testing.T) {
+	g, _, _, _ := twoPeers(t, geoCIDRs, newFakeStore(host(app, "10.0.1.1")))
+	m := ask(t, g, app, dns.TypeA, from("10.3.0.77"))
+	if got := addrs(m); !slices.Equal(got, []string{"10.0.3.1"}) {
+		t.Errorf("source 10.3.0.77: got %v, want ap's", got)
+	}
+	if m.IsEdns0() != nil {
+		t.Error("reply has an OPT record, the query had none")
+	}
+	m = ask(t, g, app, dns.TypeA, from("10.2.0.1"), withEDNS())
+	if got := addrs(m); !slices.Equal(got, []string{"10.0.2.1"}) {
+		t.Errorf("source 10.2.0.1: got %v, want us's", got)
+	}
+	if ecs, hasOPT := replyECS(m); !hasOPT || ecs != nil {
+		t.Errorf("query with EDNS but no ECS: reply OPT %v, ECS %v; want OPT without ECS", hasOPT, ecs)
+	}
+}
+
+func TestECSSourcePrefixZeroUsesSourceAddressAndScopeZero(t *testing.T) {
+	g, _, _, _ := twoPeers(t, geoCIDRs, newFakeStore(host(app, "10.0.1.1")))
+	m := ask(t, g, app, dns.TypeA, from("10.2.0.1"), withECS(0, "0.0.0.0", 0))
+	if got := addrs(m); !slices.Equal(got, []string{"10.0.2.1"}) {
+		t.Errorf("got %v, want us's (source address)", got)
+	}
+	if ecs, _ := replyECS(m); ecs == nil || ecs.SourceScope != 0 {
+		t.Errorf("reply ECS %v, want scope 0", ecs)
+	}
+}
+
+func TestClientIndependentAnswerHasScopeZero(t *testing.T) {
+	g, _, _, _ := twoPeers(t, "strategy roundRobin\ngeo cidr 10.2.0.0/16 us", newFakeStore(host(app, "10.0.1.1")))
+	m := ask(t, g, app, dns.TypeA, withECS(1, "10.2.3.0", 24))
+	ecs, _ := replyECS(m)
+	if ecs == nil || ecs.SourceScope != 0 || ecs.SourceNetmask != 24 {
+		t.Errorf("roundRobin answer ECS %v, want 10.2.3.0/24/0", ecs)
+	}
+}
+
+func TestGeoipClientTagWithoutTargetsAnswersAll(t *testing.T) {
+	g, _, us, _ := twoPeers(t, geoCIDRs, newFakeStore(host(app, "10.0.1.1")))
+	us.set(app)
+	eventually(t, "us without targets", func() bool {
+		return slices.Equal(addrs(ask(t, g, app, dns.TypeA, withECS(1, "10.2.3.0", 24))), []string{"10.0.1.1", "10.0.3.1"})
+	})
+}
+
+func TestMalformedECSIsFormErr(t *testing.T) {
+	g, _, _, _ := twoPeers(t, geoCIDRs, newFakeStore(host(app, "10.0.1.1")))
+	// Address bits beyond the source prefix (RFC 7871 §6).
+	m := ask(t, g, app, dns.TypeA, withECS(1, "10.2.3.4", 16))
+	if m.Rcode != dns.RcodeFormatError {
+		t.Errorf("bits beyond the prefix: rcode %s, want FORMERR", dns.RcodeToString[m.Rcode])
+	}
+	// Two ECS options.
+	m = ask(t, g, app, dns.TypeA, withECS(1, "10.2.3.0", 24), withECS(1, "10.1.0.0", 16))
+	if m.Rcode != dns.RcodeFormatError {
+		t.Errorf("two ECS options: rcode %s, want FORMERR", dns.RcodeToString[m.Rcode])
+	}
+	if ecs, _ := replyECS(m); ecs != nil {
+		t.Errorf("FORMERR reply echoes ECS %v", ecs)
+	}
+}
+
+func TestECSIPv6(t *testing.T) {
+	g, _, _, _ := twoPeers(t, "strategy geoip\ngeo cidr 2001:db8:2::/48 us", newFakeStore(host(app, "10.0.1.1", "fd00::1:1")))
+	m := ask(t, g, app, dns.TypeAAAA, withECS(2, "2001:db8:2:100::", 56))
+	if got := addrs(m); !slices.Equal(got, []string{"fd00::2:1"}) {
+		t.Errorf("got %v, want us's AAAA", got)
+	}
+	if ecs, _ := replyECS(m); ecs == nil || ecs.Family != 2 || ecs.SourceNetmask != 56 || ecs.SourceScope != 48 {
+		t.Errorf("reply ECS %v, want 2001:db8:2:100::/56/48", ecs)
+	}
+}
+
+// writeMMDB writes a MaxMind database that maps 10.1.0.0/16 to Europe and
+// 10.2.0.0/15 to North America.
+func writeMMDB(t *testing.T) string {
+	t.Helper()
+	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cidr, code := range map[string]string{"10.1.0.0/16": "EU", "10.2.0.0/15": "NA"} {
+		_, n, _ := net.ParseCIDR(cidr)
+		if err := tree.Insert(n, mmdbtype.Map{"continent": mmdbtype.Map{"code": mmdbtype.String(code)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "geo.mmdb")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := tree.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestGeoipFromMaxMindDB(t *testing.T) {
+	path := writeMMDB(t)
+	g, _, _, _ := twoPeers(t, "strategy geoip\ngeo mmdb "+path+" continent.code\ngeo map EU eu\ngeo map NA us", newFakeStore(host(app, "10.0.1.1")))
+	for _, c := range []struct {
+		subnet string
+		want   []string
+		scope  uint8
+	}{
+		{"10.1.9.0", []string{"10.0.1.1"}, 16},
+		{"10.3.9.0", []string{"10.0.2.1"}, 15},
+		{"172.16.0.0", []string{"10.0.1.1", "10.0.3.1", "10.0.2.1"}, 0},
+	} {
+		m := ask(t, g, app, dns.TypeA, withECS(1, c.subnet, 24))
+		if got := addrs(m); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.subnet, got, c.want)
+		}
+		ecs, _ := replyECS(m)
+		if ecs == nil {
+			t.Fatalf("%s: no ECS in reply", c.subnet)
+		}
+		if c.scope != 0 && ecs.SourceScope != c.scope {
+			t.Errorf("%s: scope %d, want the MaxMind network's %d", c.subnet, ecs.SourceScope, c.scope)
+		}
+	}
+	// Without ECS: the source address.
+	if got := addrs(ask(t, g, app, dns.TypeA, from("10.2.200.1"))); !slices.Equal(got, []string{"10.0.2.1"}) {
+		t.Errorf("source 10.2.200.1: got %v, want us's", got)
+	}
+}
+
+func TestGeoipFromMetadata(t *testing.T) {
+	g, _, _, _ := twoPeers(t, "strategy geoip\ngeo metadata geoip/continent/code\ngeo map NA us\ngeo map AS ap", newFakeStore(host(app, "10.0.1.1")))
+	for code, want := range map[string][]string{"NA": {"10.0.2.1"}, "AS": {"10.0.3.1"}, "": {"10.0.1.1", "10.0.3.1", "10.0.2.1"}} {
+		ctx := metadata.ContextWithMetadata(context.Background())
+		metadata.SetValueFunc(ctx, "geoip/continent/code", func() string { return code })
+		m := askCtx(ctx, t, g, app, dns.TypeA)
+		if got := addrs(m); !slices.Equal(got, want) {
+			t.Errorf("continent %q: got %v, want %v", code, got, want)
+		}
+	}
+}
