@@ -1,0 +1,212 @@
+package k8scrd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+)
+
+// The fuzz targets below run their committed seeds (testdata/fuzz/<name>/)
+// as ordinary tests; `make fuzz` explores further. Whatever the input, the
+// plugin must answer or refuse, never panic.
+
+// FuzzParse feeds arbitrary Corefile text to the k8scrd stanza parser: it
+// returns a config or an error, never panics.
+func FuzzParse(f *testing.F) {
+	f.Add("k8scrd example.org {\n directory /nonexistent\n ttl 30\n}")
+	f.Fuzz(func(t *testing.T, input string) {
+		c := caddy.NewTestController("dns", input)
+		k, err := parse(c)
+		if err == nil && k == nil {
+			t.Fatal("parse returned neither a plugin nor an error")
+		}
+	})
+}
+
+// fuzzManifests is the representative data FuzzServeDNS serves: every record
+// type, a wildcard, a CNAME chain, a delegation with glue, an empty non-terminal.
+var fuzzManifests = map[string]string{
+	"zone.yaml": fuzzDNSEndpoint("default", "zone",
+		fuzzEP("www.example.org", "A", 60, "192.0.2.1", "192.0.2.2"),
+		fuzzEP("www.example.org", "AAAA", 60, "2001:db8::1"),
+		fuzzEP("alias.example.org", "CNAME", 0, "www.example.org"),
+		fuzzEP("chain.example.org", "CNAME", 0, "alias.example.org"),
+		fuzzEP("out.example.org", "CNAME", 0, "www.example.net"),
+		fuzzEP("*.wild.example.org", "A", 0, "192.0.2.9"),
+		fuzzEP("a.b.c.ent.example.org", "TXT", 0, "hello world"),
+		fuzzEP("example.org", "MX", 0, "10 mail.example.org"),
+		fuzzEP("mail.example.org", "A", 0, "192.0.2.25"),
+		fuzzEP("_sip._tcp.example.org", "SRV", 0, "10 5 5060 sip.example.org"),
+		fuzzEP("example.org", "CAA", 0, "0 issue \"letsencrypt.org\""),
+		fuzzEP("sub.example.org", "NS", 0, "ns1.sub.example.org"),
+		fuzzEP("ns1.sub.example.org", "A", 0, "192.0.2.53"),
+		fuzzEP("big.example.org", "TXT", 0, "0123456789012345678901234567890123456789012345678901234567890123456789",
+			"a0123456789012345678901234567890123456789012345678901234567890123456789",
+			"b0123456789012345678901234567890123456789012345678901234567890123456789",
+			"c0123456789012345678901234567890123456789012345678901234567890123456789",
+			"d0123456789012345678901234567890123456789012345678901234567890123456789",
+			"e0123456789012345678901234567890123456789012345678901234567890123456789",
+			"f0123456789012345678901234567890123456789012345678901234567890123456789",
+			"g0123456789012345678901234567890123456789012345678901234567890123456789")),
+	"reverse.yaml": fuzzDNSEndpoint("default", "reverse",
+		fuzzEP("1.2.0.192.in-addr.arpa", "PTR", 0, "www.example.org")),
+}
+
+var (
+	fuzzOnce   sync.Once
+	fuzzPlugin *K8sCRD
+	fuzzErr    error
+)
+
+// fuzzServer starts one k8scrd on fuzzManifests for the whole fuzzing run.
+func fuzzServer(tb testing.TB) *K8sCRD {
+	fuzzOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "k8scrd-fuzz")
+		if err != nil {
+			fuzzErr = err
+			return
+		}
+		for name, content := range fuzzManifests {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				fuzzErr = err
+				return
+			}
+		}
+		c := caddy.NewTestController("dns", "k8scrd example.org 2.0.192.in-addr.arpa {\n directory "+dir+"\n soa ns1.example.org hostmaster.example.org\n}")
+		k, err := parse(c)
+		if err != nil {
+			fuzzErr = err
+			return
+		}
+		k.Next = test.NextHandler(dns.RcodeRefused, nil)
+		if err := k.start(); err != nil {
+			fuzzErr = err
+			return
+		}
+		// Wait for the builder to publish the manifests (it coalesces over a short delay).
+		deadline := time.Now().Add(5 * time.Second)
+		for k.snap.Load().get("www.example.org.") == nil && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if k.snap.Load().get("*.wild.example.org.") == nil {
+			fuzzErr = errors.New("fuzz manifests not loaded")
+			return
+		}
+		fuzzPlugin = k
+	})
+	if fuzzErr != nil {
+		tb.Fatal(fuzzErr)
+	}
+	return fuzzPlugin
+}
+
+// FuzzServeDNS serves arbitrary wire-format queries: whatever unpacks is
+// answered (or refused) without a panic, and the reply packs.
+func FuzzServeDNS(f *testing.F) {
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"www.example.org.", dns.TypeA}, {"WWW.Example.ORG.", dns.TypeAAAA}, {"chain.example.org.", dns.TypeA},
+		{"x.wild.example.org.", dns.TypeANY}, {"c.ent.example.org.", dns.TypeTXT}, {"host.sub.example.org.", dns.TypeA},
+		{"sub.example.org.", dns.TypeDS}, {"example.org.", dns.TypeSOA}, {"example.org.", dns.TypeAXFR},
+	} {
+		m := new(dns.Msg)
+		m.SetQuestion(q.name, q.qtype)
+		m.SetEdns0(1232, true)
+		b, _ := m.Pack()
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		k := fuzzServer(t)
+		r := new(dns.Msg)
+		if r.Unpack(wire) != nil || len(r.Question) == 0 {
+			return // the server answers FORMERR before any plugin sees it
+		}
+		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		if _, err := k.ServeDNS(context.Background(), rec, r); err != nil {
+			return
+		}
+		if rec.Msg != nil {
+			if _, err := rec.Msg.Pack(); err != nil {
+				t.Fatalf("reply does not pack: %v\n%s", err, rec.Msg)
+			}
+		}
+	})
+}
+
+// FuzzManifest decodes arbitrary bytes as a manifest file of the directory
+// source and applies what it holds to a fresh store: bad documents and
+// endpoints are skipped, nothing panics, and the store still answers.
+func FuzzManifest(f *testing.F) {
+	for _, m := range fuzzManifests {
+		f.Add([]byte(m))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		cfg := newConfig()
+		cfg.zones = []string{"example.org.", "2.0.192.in-addr.arpa."}
+		docs, _ := parseManifests("fuzz.yaml", raw, time.Unix(1700000000, 0), cfg)
+		k := &K8sCRD{Zones: cfg.zones, cfg: cfg}
+		b := newBuilder(cfg, &k.snap)
+		for _, d := range docs {
+			if d.obj == nil {
+				t.Fatal("document without object")
+			}
+			b.upsert(d.obj)
+		}
+		b.synced()
+		b.flush()
+		k.Next = test.NextHandler(dns.RcodeRefused, nil)
+		for _, d := range docs {
+			for name := range d.obj.names {
+				for _, qt := range []uint16{dns.TypeA, dns.TypeANY, dns.TypeCNAME} {
+					m := new(dns.Msg)
+					m.SetQuestion(name, qt)
+					rec := dnstest.NewRecorder(&test.ResponseWriter{})
+					k.ServeDNS(context.Background(), rec, m)
+				}
+			}
+		}
+		// Removing everything again leaves an empty, serving store.
+		for _, d := range docs {
+			b.remove(d.obj.key)
+		}
+		b.flush()
+		m := new(dns.Msg)
+		m.SetQuestion("example.org.", dns.TypeSOA)
+		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		if _, err := k.ServeDNS(context.Background(), rec, m); err != nil || rec.Msg == nil || len(rec.Msg.Answer) != 1 {
+			t.Fatalf("empty store does not answer its SOA: %v %v", err, rec.Msg)
+		}
+	})
+}
+
+// fuzzDNSEndpoint renders one DNSEndpoint manifest; eps are YAML list items.
+func fuzzDNSEndpoint(ns, name string, eps ...string) string {
+	return "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: " + name +
+		"\n  namespace: " + ns + "\nspec:\n  endpoints:\n" + strings.Join(eps, "\n") + "\n"
+}
+
+// fuzzEP renders one endpoint as a YAML list item, every string quoted.
+func fuzzEP(name, rtype string, ttl int, targets ...string) string {
+	s := "  - dnsName: " + strconv.Quote(name) + "\n    recordType: " + rtype + "\n"
+	if ttl > 0 {
+		s += "    recordTTL: " + strconv.Itoa(ttl) + "\n"
+	}
+	s += "    targets:\n"
+	for _, t := range targets {
+		s += "    - " + strconv.Quote(t) + "\n"
+	}
+	return strings.TrimRight(s, "\n")
+}
