@@ -301,3 +301,32 @@ func FuzzUpstreamAnswer(f *testing.F) {
 		}
 	})
 }
+
+// TestUpstreamTwoOPTsNoneReachTheClient: a broken upstream that answers with
+// two OPT records must not hand a client that sent no EDNS an OPT record
+// (RFC 6891 §7). Found by FuzzUpstreamAnswer (seed two-opt).
+func TestUpstreamTwoOPTsNoneReachTheClient(t *testing.T) {
+	s, u := fuzzSplitDNS(t)
+	q := new(dns.Msg)
+	q.SetQuestion("db.acme.internal.", dns.TypeA)
+	m := new(dns.Msg)
+	m.SetReply(q)
+	m.Answer = []dns.RR{test.A("db.acme.internal. 60 IN A 10.0.0.1")}
+	m.SetEdns0(512, false)
+	m.Extra = append(m.Extra, &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}})
+	b, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.reply.Store(&b)
+	defer u.reply.Store(nil)
+	ret := fuzzServe(t, s, q.Copy())
+	if ret == nil || len(ret.Answer) != 1 {
+		t.Fatalf("want the upstream's answer, got\n%v", ret)
+	}
+	for _, rr := range ret.Extra {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			t.Fatalf("OPT record reached a client that sent none:\n%s", ret)
+		}
+	}
+}

@@ -122,7 +122,8 @@ func (m marked) unmark(r *dns.Msg) {
 
 // unmarkReply removes the marker from an upstream's reply, and the whole OPT
 // record when the client sent none (RFC 6891 §7: no OPT in a reply to a
-// query without one).
+// query without one). Every OPT record is visited: a broken upstream may
+// send more than one.
 func (m marked) unmarkReply(ret *dns.Msg) {
 	if m.opt == nil {
 		return
@@ -134,14 +135,13 @@ func (m marked) unmarkReply(ret *dns.Msg) {
 		}
 		if m.addedOPT {
 			ret.Extra = append(ret.Extra[:i], ret.Extra[i+1:]...)
-			return
+			continue
 		}
 		for j := len(o.Option) - 1; j >= 0; j-- {
 			if l, ok := o.Option[j].(*dns.EDNS0_LOCAL); ok && l.Code == markerCode {
 				o.Option = append(o.Option[:j], o.Option[j+1:]...)
 			}
 		}
-		return
 	}
 }
 
