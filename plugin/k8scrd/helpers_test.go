@@ -17,7 +17,7 @@ import (
 
 // newTestPlugin starts k8scrd on a temporary manifest folder holding files,
 // with the Corefile block body given (the directory line is added).
-func newTestPlugin(t *testing.T, zones, body string, files map[string]string) (*K8sCRD, string) {
+func newTestPlugin(t testing.TB, zones, body string, files map[string]string) (*K8sCRD, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -42,7 +42,7 @@ func newTestPlugin(t *testing.T, zones, body string, files map[string]string) (*
 }
 
 // ask sends one query to the handler and returns the reply (a copy: checks may sort it).
-func ask(t *testing.T, k *K8sCRD, qname string, qtype uint16) (*dns.Msg, int) {
+func ask(t testing.TB, k *K8sCRD, qname string, qtype uint16) (*dns.Msg, int) {
 	t.Helper()
 	m := new(dns.Msg)
 	m.SetQuestion(qname, qtype)
