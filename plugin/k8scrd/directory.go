@@ -307,6 +307,9 @@ func parseManifests(path string, raw []byte, mtime time.Time, cfg *config) ([]ma
 			if ns == "" {
 				ns = "default"
 			}
+			if !cfg.selects(ns, ep.Labels) {
+				continue // namespaces and labels filter files as they filter the API
+			}
 			id := ns + "/" + ep.Name
 			key := "file:" + filepath.Base(path) + "#" + id
 			if n := seen[id]; n > 0 {

@@ -163,3 +163,19 @@ func TestDirectoryConfigMapSymlinkSwap(t *testing.T) {
 var mtime0 = time.Unix(1700000000, 0)
 
 func fmtSscanf(s, format string, a ...any) (int, error) { return fmt.Sscanf(s, format, a...) }
+
+func TestDirectoryNamespacesAndLabelsFilter(t *testing.T) {
+	k, _ := newTestPlugin(t, "example.org", zoneBody+"\nnamespaces web edge\nlabels tier=public", map[string]string{
+		"a.yaml": strings.Replace(dnsEndpoint("web", "in", ep("in.example.org", "A", 0, "192.0.2.1")), "metadata:\n", "metadata:\n  labels: {tier: public}\n", 1) +
+			"---\n" + strings.Replace(dnsEndpoint("web", "private", ep("private.example.org", "A", 0, "192.0.2.2")), "metadata:\n", "metadata:\n  labels: {tier: private}\n", 1) +
+			"---\n" + strings.Replace(dnsEndpoint("other", "ns", ep("otherns.example.org", "A", 0, "192.0.2.3")), "metadata:\n", "metadata:\n  labels: {tier: public}\n", 1),
+	})
+	if !hasA(k, t, "in.example.org.", "192.0.2.1")() {
+		t.Error("object in a listed namespace with matching labels not served")
+	}
+	for _, name := range []string{"private.example.org.", "otherns.example.org."} {
+		if !isNXDOMAIN(k, t, name)() {
+			t.Errorf("%s: filtered out by labels or namespace, yet served", name)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package k8scrd
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,6 +26,7 @@ type config struct {
 	directory  string
 	namespaces []string
 	labels     string
+	selector   labels.Selector // parsed labels, nil for everything
 	strict     bool
 	ttl        uint32
 	negTTL     uint32
@@ -33,6 +35,15 @@ type config struct {
 	// startupWait bounds how long start-up waits for the first sync, as the
 	// kubernetes plugin does; queries before the sync get SERVFAIL.
 	startupWait time.Duration
+}
+
+// selects reports whether an object in namespace ns with these labels is
+// served: the directory source's equivalent of the API's namespace and label selector.
+func (cfg *config) selects(ns string, l map[string]string) bool {
+	if len(cfg.namespaces) > 0 && !slices.Contains(cfg.namespaces, ns) {
+		return false
+	}
+	return cfg.selector == nil || cfg.selector.Matches(labels.Set(l))
 }
 
 func newConfig() *config {
@@ -112,10 +123,11 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				for _, a := range args[1:] {
 					sel += " " + a
 				}
-				if _, err := labels.Parse(sel); err != nil {
+				parsed, err := labels.Parse(sel)
+				if err != nil {
 					return nil, c.Errf("labels %q: %v", sel, err)
 				}
-				cfg.labels = sel
+				cfg.labels, cfg.selector = sel, parsed
 			case "tenancy":
 				if !c.NextArg() {
 					return nil, c.ArgErr()
