@@ -363,3 +363,41 @@ func TestUpstreamWithoutEDNSIsAskedAgainWithoutMarker(t *testing.T) {
 		t.Errorf("client with EDNS: %s, want FORMERR", dns.RcodeToString[m.Rcode])
 	}
 }
+
+func TestSilentUpstreamCostsOnlyTheTimeout(t *testing.T) {
+	// A socket that takes queries and never answers (a paused or
+	// firewalled server): no ICMP, only the timeout tells.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	live := newUpstream(t, answerA("10.0.0.1"))
+	s := newSplitDNS(t, `splitdns {
+		default `+pc.LocalAddr().String()+` `+live.addr+`
+		policy sequential
+		timeout 300ms
+		health_check 100ms
+	}`)
+	start := time.Now()
+	m := query(t, s, "example.com.", dns.TypeA, false)
+	if d := time.Since(start); m.Rcode != dns.RcodeSuccess || d > time.Second {
+		t.Errorf("first query: %s after %v, want the second upstream's answer after about 300ms", dns.RcodeToString[m.Rcode], d)
+	}
+	// Health checks hold it down; then queries go straight to the live one.
+	if !eventually(3*time.Second, func() bool { return s.table.Load().def.upstreams[0].proxy.Down(s.maxfails) }) {
+		t.Fatalf("silent upstream never held down")
+	}
+	start = time.Now()
+	if m := query(t, s, "example.com.", dns.TypeA, false); m.Rcode != dns.RcodeSuccess || time.Since(start) > 100*time.Millisecond {
+		t.Errorf("after hold-down: %s in %v", dns.RcodeToString[m.Rcode], time.Since(start))
+	}
+}
