@@ -47,7 +47,7 @@ func (k *K8sCRD) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 				}
 			}
 		}
-		slices.SortFunc(names, canonicalOrder)
+		sortCanonical(names)
 		for _, name := range names {
 			n := s.get(name)
 			for _, set := range n.rrsets { // ordered by type
@@ -62,13 +62,14 @@ func (k *K8sCRD) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	return ch, nil
 }
 
-// canonicalOrder sorts names label by label from the right (RFC 4034 §6.1, ASCII case already folded).
-func canonicalOrder(a, b string) int {
-	la, lb := dns.SplitDomainName(a), dns.SplitDomainName(b)
-	for i, j := len(la)-1, len(lb)-1; i >= 0 && j >= 0; i, j = i-1, j-1 {
-		if c := strings.Compare(la[i], lb[j]); c != 0 {
-			return c
-		}
+// sortCanonical sorts names label by label from the right (RFC 4034 §6.1;
+// names are lower case already), computing each name's key once.
+func sortCanonical(names []string) {
+	keys := make(map[string]string, len(names))
+	for _, n := range names {
+		labels := dns.SplitDomainName(n)
+		slices.Reverse(labels)
+		keys[n] = strings.Join(labels, "\x00")
 	}
-	return len(la) - len(lb)
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(keys[a], keys[b]) })
 }

@@ -3,6 +3,7 @@ package k8scrd
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
@@ -117,5 +118,14 @@ func TestTransferOfGSLBZoneRefused(t *testing.T) {
 	k.noTransfer = []string{"example.org."}
 	if _, err := k.Transfer("example.org.", 0); err == nil {
 		t.Error("transfer of a GSLB zone must be refused")
+	}
+}
+
+func TestTransferOrderIsCanonical(t *testing.T) {
+	names := []string{"z.example.org.", "example.org.", "a.z.example.org.", "*.example.org.", "b.example.org.", "yljkjljk.a.example.org.", "a.example.org."}
+	sortCanonical(names)
+	want := []string{"example.org.", "*.example.org.", "a.example.org.", "yljkjljk.a.example.org.", "b.example.org.", "z.example.org.", "a.z.example.org."}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("got  %v\nwant %v", names, want)
 	}
 }
