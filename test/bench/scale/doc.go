@@ -1,0 +1,18 @@
+// Package scale holds fleetdns's scale benchmarks against a real
+// kube-apiserver + etcd (test/harness): k8scrd at 1k, 10k and 100k endpoints
+// (start-to-ready, RSS, queries per second with dnsperf, CPU time per query)
+// and DNSEndpoint create-to-first-answer propagation over 200 objects.
+//
+// They are tests that skip unless FLEETDNS_BENCH=1, so CI never runs them:
+//
+//	FLEETDNS_BENCH=1 FLEETDNS_COREDNS=$PWD/bin/coredns \
+//	    go test -count=1 -v -timeout 60m ./test/bench/scale
+//
+// Knobs (environment): FLEETDNS_BENCH_SIZES (endpoints, comma list, default
+// 1000,10000,100000), FLEETDNS_BENCH_ROUNDS (3), FLEETDNS_BENCH_SECONDS
+// (dnsperf seconds per run, 10), FLEETDNS_BENCH_PROPAGATION (objects, 200),
+// FLEETDNS_BENCH_PROP_BACKGROUND (endpoints loaded beside the propagation
+// run; default the largest size, 0 for none), FLEETDNS_BENCH_STRICT=1 (fail
+// when a goal is missed; otherwise goals are only reported),
+// FLEETDNS_BENCH_OUT (append the markdown tables to this file).
+package scale

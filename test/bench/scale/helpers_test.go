@@ -1,0 +1,393 @@
+package scale_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetdns/fleetdns/test/harness"
+	"github.com/miekg/dns"
+)
+
+// zone is the zone every benchmark server is authoritative for.
+const zone = "scale.bench."
+
+// perObject is how many endpoints each DNSEndpoint object carries.
+const perObject = 100
+
+// needBench skips the test unless FLEETDNS_BENCH=1: these are minutes of
+// load on a real API server, never part of CI.
+func needBench(t *testing.T) {
+	t.Helper()
+	if os.Getenv("FLEETDNS_BENCH") != "1" {
+		t.Skip("benchmark: set FLEETDNS_BENCH=1 to run")
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: want a number", name, s)
+	}
+	return n
+}
+
+// sizes are the endpoint counts to measure, each a multiple of perObject.
+func sizes(t *testing.T) []int {
+	t.Helper()
+	s := os.Getenv("FLEETDNS_BENCH_SIZES")
+	if s == "" {
+		s = "1000,10000,100000"
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < perObject || n%perObject != 0 {
+			t.Fatalf("FLEETDNS_BENCH_SIZES: %q is not a multiple of %d", f, perObject)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func strict() bool { return os.Getenv("FLEETDNS_BENCH_STRICT") == "1" }
+
+// hostName and hostAddr are endpoint j of object i; every size uses the same
+// shape of names, in a namespace of its own.
+func hostName(i, j int) string         { return fmt.Sprintf("h%d.o%d.scale.bench", j, i) }
+func hostAddr(i, j int) string         { return fmt.Sprintf("10.%d.%d.%d", i/256, i%256, j+1) }
+func namespaceOf(endpoints int) string { return fmt.Sprintf("scale-%d", endpoints) }
+
+// dataset is one size loaded into the API server.
+type dataset struct {
+	endpoints int
+	objects   int
+	ns        string
+	created   time.Duration // wall time of all the creates
+	creators  int
+}
+
+var (
+	loadMu sync.Mutex
+	loaded = map[int]*dataset{}
+)
+
+// load creates endpoints/perObject DNSEndpoint objects of perObject A
+// endpoints each in their own namespace, with parallel creates, once per
+// test process, and returns how long that took.
+func load(t *testing.T, k *harness.Kube, endpoints int) *dataset {
+	t.Helper()
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if d := loaded[endpoints]; d != nil {
+		return d
+	}
+	d := &dataset{endpoints: endpoints, objects: endpoints / perObject, ns: namespaceOf(endpoints),
+		creators: envInt(t, "FLEETDNS_BENCH_CREATORS", 8)}
+	k.EnsureNamespace(t, d.ns)
+	start := time.Now()
+	work := make(chan int)
+	errs := make(chan error, d.objects)
+	var wg sync.WaitGroup
+	for range d.creators {
+		wg.Go(func() {
+			eps := make([]harness.Endpoint, perObject)
+			for i := range work {
+				for j := range eps {
+					eps[j] = harness.Endpoint{DNSName: hostName(i, j), RecordType: "A", Targets: []string{hostAddr(i, j)}}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				_, err := k.TryCreate(ctx, harness.DNSEndpointObject(d.ns, fmt.Sprintf("o%d", i), nil, eps...))
+				cancel()
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range d.objects {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	d.created = time.Since(start)
+	t.Logf("created %d DNSEndpoint objects (%d endpoints) in namespace %s in %v with %d parallel creates",
+		d.objects, d.endpoints, d.ns, d.created.Round(time.Millisecond), d.creators)
+	loaded[endpoints] = d
+	return d
+}
+
+// writeQueries writes the dnsperf query file for a dataset: n A queries of
+// names present in it, drawn uniformly (seeded, so every run asks the same).
+// Every size gets the same shape and length of file.
+func writeQueries(t *testing.T, d *dataset, n int) string {
+	t.Helper()
+	r := rand.New(rand.NewPCG(uint64(d.endpoints), 1))
+	var b strings.Builder
+	for range n {
+		i, j := r.IntN(d.objects), r.IntN(perObject)
+		fmt.Fprintf(&b, "%s A\n", hostName(i, j))
+	}
+	p := filepath.Join(t.TempDir(), fmt.Sprintf("queries-%d.txt", d.endpoints))
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pinning is where servers and the load generator run: the server on CPU 0,
+// dnsperf on CPU 1, when the machine has two CPUs or more.
+func pinning() (server, load string) {
+	if runtime.NumCPU() >= 2 {
+		return "0", "1"
+	}
+	return "", ""
+}
+
+// server is a coredns process serving k8scrd for some namespaces.
+type server struct {
+	*harness.Process
+	addr     string // DNS ip:port
+	ip       string
+	port     int
+	readyURL string
+	ready    time.Duration // process start to `ready` 200
+}
+
+// startServer starts coredns with k8scrd reading namespaces from the API
+// server (pinned to cpu with taskset when cpu is set) and waits for `ready`,
+// measuring the time from exec to the first 200 with the zone's SOA
+// answering, polled every 10 ms.
+func startServer(t *testing.T, k *harness.Kube, ip, cpu string, namespaces ...string) *server {
+	t.Helper()
+	bin := harness.CoreDNSBinary(t)
+	s := &server{ip: ip, port: harness.FreePort(t, ip)}
+	s.addr = net.JoinHostPort(ip, strconv.Itoa(s.port))
+	readyAddr := harness.HostPort(t, ip)
+	s.readyURL = "http://" + readyAddr + "/ready"
+	dir := t.TempDir()
+	cf := filepath.Join(dir, "Corefile")
+	corefile := fmt.Sprintf(`%s:%d {
+    bind %s
+    k8scrd {
+        kubeconfig %s
+        namespaces %s
+    }
+    ready %s
+}
+`, zone, s.port, ip, k.Kubeconfig, strings.Join(namespaces, " "), readyAddr)
+	if err := os.WriteFile(cf, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path, args := bin, []string{"-conf", cf}
+	if cpu != "" {
+		// taskset execs coredns: the pid is coredns's own.
+		path, args = harness.LookPath(t, "taskset"), append([]string{"-c", cpu, bin}, args...)
+	}
+	start := time.Now()
+	s.Process = harness.StartProcess(t, "coredns", path, args, dir)
+	cl := http.Client{Timeout: time.Second}
+	for {
+		if !s.Running() {
+			t.Fatalf("coredns exited before ready: %v\n%s", s.ExitErr(), s.Log())
+		}
+		if resp, err := cl.Get(s.readyURL); err == nil {
+			resp.Body.Close()
+			// `ready` can say 200 a few milliseconds before the DNS socket
+			// is bound: ready means both.
+			if resp.StatusCode == http.StatusOK && soaAnswers(s.addr) {
+				s.ready = time.Since(start)
+				break
+			}
+		}
+		if time.Since(start) > 3*time.Minute {
+			t.Fatalf("coredns not ready within 3 minutes\n%s", s.Log())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s
+}
+
+// soaAnswers reports whether the zone's SOA answers NOERROR at addr.
+func soaAnswers(addr string) bool {
+	m, q := harness.NewMsg(zone, dns.TypeSOA, harness.NoRD, harness.Timeout(200*time.Millisecond), harness.Attempts(1))
+	r, err := harness.AskMsg(addr, m, q)
+	return err == nil && r.Rcode == dns.RcodeSuccess
+}
+
+// answerA returns the A targets of name at addr, or an error.
+func answerA(addr, name string) ([]string, error) {
+	m, q := harness.NewMsg(name, dns.TypeA, harness.NoRD, harness.Timeout(500*time.Millisecond), harness.Attempts(3))
+	r, err := harness.AskMsg(addr, m, q)
+	if err != nil {
+		return nil, err
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return nil, fmt.Errorf("%s: %s", name, dns.RcodeToString[r.Rcode])
+	}
+	return harness.Targets(r, dns.TypeA), nil
+}
+
+// checkServes fails the test unless the first and last endpoints of the
+// first and last objects answer with their addresses.
+func checkServes(t *testing.T, s *server, d *dataset) {
+	t.Helper()
+	for _, i := range []int{0, d.objects - 1} {
+		for _, j := range []int{0, perObject - 1} {
+			got, err := answerA(s.addr, hostName(i, j))
+			if err != nil || len(got) != 1 || got[0] != hostAddr(i, j) {
+				t.Fatalf("%d endpoints: %s A = %v (%v), want %s", d.endpoints, hostName(i, j), got, err, hostAddr(i, j))
+			}
+		}
+	}
+}
+
+// cpuTicks is the user+system time of pid in clock ticks (USER_HZ = 100).
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the parenthesised command name: utime is f[11], stime f[12].
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
+}
+
+const tick = 10 * time.Millisecond
+
+// perf is one dnsperf run against one server.
+type perf struct {
+	qps, lost float64
+	done      float64
+	usPerQ    float64 // server user+sys CPU microseconds per completed query
+}
+
+var (
+	reQPS  = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
+	reDone = regexp.MustCompile(`Queries completed:\s+([0-9]+)`)
+	reLost = regexp.MustCompile(`Queries lost:\s+[0-9]+ \(([0-9.]+)%\)`)
+)
+
+// dnsperf drives s with the query file for seconds (pinned to cpu when set)
+// and reads the server's CPU time around the run.
+func dnsperf(t *testing.T, s *server, queries, cpu string, seconds int) perf {
+	t.Helper()
+	argv := []string{harness.LookPath(t, "dnsperf"), "-s", s.ip, "-p", strconv.Itoa(s.port), "-d", queries,
+		"-l", strconv.Itoa(seconds), "-c", "10", "-T", "1", "-t", "2"}
+	if cpu != "" {
+		argv = append([]string{harness.LookPath(t, "taskset"), "-c", cpu}, argv...)
+	}
+	before := cpuTicks(t, s.Pid())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+30)*time.Second)
+	defer cancel()
+	out, err := harness.Run(ctx, argv[0], argv[1:]...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	after := cpuTicks(t, s.Pid())
+	var p perf
+	p.qps = parse(reQPS, out)
+	p.done = parse(reDone, out)
+	p.lost = parse(reLost, out)
+	if p.qps == 0 || p.done == 0 {
+		t.Fatalf("dnsperf answered nothing:\n%s", out)
+	}
+	p.usPerQ = float64(time.Duration(after-before)*tick/time.Microsecond) / p.done
+	return p
+}
+
+func parse(re *regexp.Regexp, out string) float64 {
+	m := re.FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
+
+// stat is a median with its range.
+type stat struct{ med, lo, hi float64 }
+
+func statOf(v []float64) stat {
+	if len(v) == 0 {
+		return stat{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return stat{med, s[0], s[len(s)-1]}
+}
+
+// f formats a stat with format for each number: "med (lo-hi)".
+func (s stat) f(format string) string {
+	return fmt.Sprintf(format+" ("+format+"-"+format+")", s.med, s.lo, s.hi)
+}
+
+// percentile is the nearest-rank percentile p (0..1) of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// loadavg is the first field of /proc/loadavg: the machine is shared, so
+// every report says how busy it was.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:3], " ")
+}
+
+// report prints a markdown section (go test -v shows it) and appends it to $FLEETDNS_BENCH_OUT.
+func report(t *testing.T, md string) {
+	t.Helper()
+	fmt.Println(md)
+	if out := os.Getenv("FLEETDNS_BENCH_OUT"); out != "" {
+		f, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		f.WriteString(md + "\n")
+	}
+}
+
+// machine is one line on where and how a benchmark ran.
+func machine() string {
+	host, _ := os.Hostname()
+	kernel, _ := exec.Command("uname", "-r").Output()
+	return fmt.Sprintf("Machine: %s, %d CPUs, Linux %s, %s.", host, runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version())
+}
