@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/coredns/coredns/plugin/pkg/parse"
+	"github.com/coredns/coredns/request"
 
 	"github.com/miekg/dns"
 )
@@ -203,4 +206,103 @@ func localAddrs() []net.IP {
 		}
 	}
 	return ips
+}
+
+// The seen-set: identical queries in flight are coalesced.
+//
+// A query that arrives while an identical one (same name as written, type,
+// class, DO and CD bits, buffer size, transport and EDNS options other than
+// the marker)
+// is being forwarded waits for that one's answer instead of being forwarded
+// again. Besides sparing the upstream a burst of identical queries, this
+// bounds a loop through a server that drops the marker: the query that comes
+// back finds itself in flight and waits, so it is forwarded once per server,
+// and the loop ends with SERVFAIL when the first copy's upstream times out.
+type flightKey struct {
+	name          string // as asked: the answer's question must match it
+	qtype, qclass uint16
+	size          int // the client's buffer: a smaller one may have been given a truncated answer
+	do, cd, tcp   bool
+	options       string // the other EDNS0 options, code and value (client subnet, cookies ...)
+}
+
+type flight struct {
+	done    chan struct{}
+	waiters int // under flights.mu
+	ret     *dns.Msg
+	err     error
+}
+
+type flights struct {
+	mu sync.Mutex
+	m  map[flightKey]*flight
+}
+
+func newFlightKey(state request.Request) flightKey {
+	r := state.Req
+	k := flightKey{name: r.Question[0].Name, qtype: r.Question[0].Qtype, qclass: r.Question[0].Qclass, size: state.Size(), cd: r.CheckingDisabled, tcp: state.Proto() == "tcp"}
+	if o := r.IsEdns0(); o != nil {
+		k.do = o.Do()
+		var b strings.Builder
+		for _, e := range o.Option {
+			if e.Option() == markerCode {
+				continue
+			}
+			b.WriteString(strconv.Itoa(int(e.Option())))
+			b.WriteByte('=')
+			b.WriteString(e.String())
+			b.WriteByte(';')
+		}
+		k.options = b.String()
+	}
+	return k
+}
+
+// join returns the flight for k, and whether the caller leads it (forwards
+// the query) or waits for it.
+func (fs *flights) join(k flightKey) (*flight, bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f, ok := fs.m[k]; ok {
+		f.waiters++
+		return f, false
+	}
+	f := &flight{done: make(chan struct{})}
+	fs.m[k] = f
+	return f, true
+}
+
+// land ends the leader's flight: waiters get a copy of ret (the leader is
+// about to hand ret to its own client, which may change it).
+func (fs *flights) land(k flightKey, f *flight, ret *dns.Msg, err error) {
+	fs.mu.Lock()
+	delete(fs.m, k)
+	waiters := f.waiters
+	fs.mu.Unlock()
+	switch {
+	case ret == nil && err == nil:
+		err = errNoUpstream
+	case waiters > 0 && ret != nil:
+		ret = ret.Copy()
+	}
+	f.ret, f.err = ret, err
+	close(f.done)
+}
+
+// answerFor returns the flight's answer fitted to a waiting query r: its ID,
+// and no OPT record if r had none.
+func (f *flight) answerFor(r *dns.Msg) (*dns.Msg, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	ret := f.ret.Copy()
+	ret.Id = r.Id
+	if r.IsEdns0() == nil {
+		for i := len(ret.Extra) - 1; i >= 0; i-- {
+			if ret.Extra[i].Header().Rrtype == dns.TypeOPT {
+				ret.Extra = append(ret.Extra[:i], ret.Extra[i+1:]...)
+			}
+		}
+	}
+	return ret, nil
 }

@@ -33,6 +33,13 @@ var (
 		Help:      "Counter of truncated UDP answers asked again over TCP, per route.",
 	}, []string{"server", "route"})
 
+	coalescedCount = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "splitdns",
+		Name:      "coalesced_total",
+		Help:      "Counter of queries answered with the answer of an identical query already in flight, per route.",
+	}, []string{"server", "route"})
+
 	loopCount = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "splitdns",
@@ -72,10 +79,11 @@ var (
 // routeMetrics are a route's counters for one server, looked up once rather
 // than per query (a label lookup hashes every label value).
 type routeMetrics struct {
-	server   string
-	requests prometheus.Counter
-	rcodes   [dns.RcodeRefused + 1]prometheus.Counter // NOERROR ... REFUSED
-	tcpRetry prometheus.Counter
+	server    string
+	requests  prometheus.Counter
+	rcodes    [dns.RcodeRefused + 1]prometheus.Counter // NOERROR ... REFUSED
+	tcpRetry  prometheus.Counter
+	coalesced prometheus.Counter
 }
 
 // routeCounters caches the routeMetrics of the server a route was last used from.
@@ -86,9 +94,10 @@ func (c *routeCounters) get(server, zone string) *routeMetrics {
 		return m
 	}
 	m := &routeMetrics{
-		server:   server,
-		requests: requestCount.WithLabelValues(server, zone),
-		tcpRetry: tcpRetryCount.WithLabelValues(server, zone),
+		server:    server,
+		requests:  requestCount.WithLabelValues(server, zone),
+		tcpRetry:  tcpRetryCount.WithLabelValues(server, zone),
+		coalesced: coalescedCount.WithLabelValues(server, zone),
 	}
 	for rc := range m.rcodes {
 		m.rcodes[rc] = responseCount.WithLabelValues(server, zone, dns.RcodeToString[rc])

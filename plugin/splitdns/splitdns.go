@@ -24,9 +24,10 @@ var log = clog.NewWithPlugin("splitdns")
 type SplitDNS struct {
 	Next plugin.Handler
 
-	table atomic.Pointer[table] // swapped whole when kube-dns files change
-	pool  *pool
-	cfg   config
+	table   atomic.Pointer[table] // swapped whole when kube-dns files change
+	pool    *pool
+	flights flights // identical queries in flight, see loop.go
+	cfg     config
 
 	maxfails uint32
 	stop     chan struct{}
@@ -52,6 +53,41 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 		return dns.RcodeServerFailure, errLoop
 	}
 
+	key := newFlightKey(state)
+	f, leader := s.flights.join(key)
+	if !leader {
+		rm.coalesced.Inc()
+		<-f.done // bounded: the leader's exchange has timeouts
+		ret, err := f.answerFor(r)
+		if err != nil {
+			rm.response(server, rt.zone, dns.RcodeServerFailure)
+			return dns.RcodeServerFailure, err
+		}
+		w.WriteMsg(ret)
+		rm.response(server, rt.zone, ret.Rcode)
+		return 0, nil
+	}
+	var ret *dns.Msg
+	var err error
+	func() {
+		defer func() { s.flights.land(key, f, ret, err) }() // even if lead panics: waiters must not hang
+		ret, err = s.lead(ctx, state, rt, rm)
+	}()
+	if err != nil {
+		rm.response(server, rt.zone, dns.RcodeServerFailure)
+		if errors.Is(err, proxy.ErrInvalidRequest) {
+			return dns.RcodeFormatError, err
+		}
+		return dns.RcodeServerFailure, err
+	}
+	w.WriteMsg(ret)
+	rm.response(server, rt.zone, ret.Rcode)
+	return 0, nil
+}
+
+// lead forwards the query for itself and for identical queries waiting on it.
+func (s *SplitDNS) lead(ctx context.Context, state request.Request, rt *route, rm *routeMetrics) (*dns.Msg, error) {
+	r := state.Req
 	state.Size() // before mark, so the client's own buffer size is remembered
 	var m marked
 	if r.IsTsig() == nil { // a marker after the TSIG record would break the signature (RFC 8945 §5.1)
@@ -66,24 +102,15 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 		ret, err = s.forward(ctx, state, rt, rm)
 	}
 	if err != nil {
-		rm.response(server, rt.zone, dns.RcodeServerFailure)
-		if errors.Is(err, proxy.ErrInvalidRequest) {
-			return dns.RcodeFormatError, err
-		}
-		return dns.RcodeServerFailure, err
+		return nil, err
 	}
 	m.unmarkReply(ret)
-
 	if !state.Match(ret) {
 		formerr := new(dns.Msg)
 		formerr.SetRcode(r, dns.RcodeFormatError)
-		w.WriteMsg(formerr)
-		rm.response(server, rt.zone, dns.RcodeFormatError)
-		return 0, nil
+		return formerr, nil
 	}
-	w.WriteMsg(ret)
-	rm.response(server, rt.zone, ret.Rcode)
-	return 0, nil
+	return ret, nil
 }
 
 // forward sends the query to the route's upstreams in policy order, skipping

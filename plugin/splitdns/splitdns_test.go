@@ -401,3 +401,41 @@ func TestSilentUpstreamCostsOnlyTheTimeout(t *testing.T) {
 		t.Errorf("after hold-down: %s in %v", dns.RcodeToString[m.Rcode], time.Since(start))
 	}
 }
+
+func TestIdenticalQueriesInFlightAreCoalesced(t *testing.T) {
+	release := make(chan struct{})
+	up := newUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
+		<-release
+		answerA("10.0.0.1")(w, r)
+	})
+	s := newSplitDNS(t, `splitdns {
+		default `+up.addr+`
+	}`)
+	const n = 5
+	answers := make(chan *dns.Msg, n)
+	for i := range n {
+		go func() {
+			r := new(dns.Msg)
+			r.SetQuestion("Example.com.", dns.TypeA)
+			r.Id = uint16(100 + i)
+			rec := dnstest.NewRecorder(&test.ResponseWriter{})
+			s.ServeDNS(context.Background(), rec, r)
+			if rec.Msg != nil && (rec.Msg.Id != r.Id || (r.IsEdns0() == nil) != (rec.Msg.IsEdns0() == nil)) {
+				t.Errorf("waiter %d got id %d, OPT %v", i, rec.Msg.Id, rec.Msg.IsEdns0() != nil)
+			}
+			answers <- rec.Msg
+		}()
+	}
+	// Let them all arrive, then let the upstream answer.
+	time.Sleep(200 * time.Millisecond)
+	close(release)
+	for range n {
+		if m := <-answers; m == nil || len(m.Answer) != 1 {
+			t.Errorf("a coalesced query got no answer: %v", m)
+		}
+	}
+	if q := up.queries.Load(); q > 2 {
+		// Ideally 1; allow for a goroutine arriving late.
+		t.Errorf("%d identical concurrent queries made %d upstream queries", n, q)
+	}
+}

@@ -353,15 +353,25 @@ func TestUpstreamThatIsThisServerStopsStartUp(t *testing.T) {
 func TestRunTimeLoopIsServfailNotAmplified(t *testing.T) {
 	w := startWorld(t)
 	ipA, ipB := harness.NewIP(t), harness.NewIP(t)
-	// A: splitdns, routing loop.test to B. B: stock forward of everything to A.
+	ipC := harness.NewIP(t)
+	// A: splitdns, routing loop.test to B and strip.test to C. B: stock
+	// forward of everything to A. C: the same, but it drops the marker first.
 	a := harness.StartCoreDNS(t, fmt.Sprintf(`.:53 {
     bind %s
     prometheus %s:9153
     splitdns {
         route loop.test %s:53
+        route strip.test %s:53
         default %s
+        timeout 500ms
     }
-}`, ipA, ipA, ipB, w.public))
+}`, ipA, ipA, ipB, ipC, w.public))
+	c := harness.StartCoreDNS(t, fmt.Sprintf(`.:53 {
+    bind %s
+    prometheus %s:9153
+    rewrite edns0 local unset 0x%x
+    forward . %s:53
+}`, ipC, ipC, 65053, ipA))
 	b := harness.StartCoreDNS(t, fmt.Sprintf(`b.test:53 {
     bind %s
     template IN A {
@@ -403,7 +413,44 @@ func TestRunTimeLoopIsServfailNotAmplified(t *testing.T) {
 		t.Errorf("loops_total %v, want %d", loops, queries)
 	}
 
-	// Both still serve.
+	// Through C the marker is lost; the query that comes back finds itself
+	// in flight (coalesced) and is not forwarded again: the loop ends when
+	// A's copy times out (500ms), with one copy per server.
+	// A's copies to C time out (C waits on A), so they are not in the proxy
+	// histogram: count the A queries C received (A's health checks of C
+	// after each timeout are NS queries).
+	seenByC := func() float64 {
+		return metric(t, "http://"+ipC+":9153/metrics", "coredns_dns_requests_total", map[string]string{"type": "A"})
+	}
+	seen0 := seenByC()
+	seenByA0 := metric(t, metricsA, "coredns_dns_requests_total", map[string]string{"type": "A"})
+	coalesced0 := metric(t, metricsA, "coredns_splitdns_coalesced_total", nil)
+	for i := range queries {
+		start := time.Now()
+		m := harness.Exchange(t, a.Addr, fmt.Sprintf("q%d.strip.test.", i), dns.TypeA, harness.Attempts(1), harness.Timeout(5*time.Second))
+		if m.Rcode != dns.RcodeServerFailure {
+			t.Errorf("query %d looping through a marker-dropping server: %s, want SERVFAIL", i, dns.RcodeToString[m.Rcode])
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("query %d looping through a marker-dropping server took %v", i, d)
+		}
+	}
+	time.Sleep(time.Second) // let C's late answers and A's health checks settle
+	seen := seenByC() - seen0
+	coalesced := metric(t, metricsA, "coredns_splitdns_coalesced_total", nil) - coalesced0
+	returned := metric(t, metricsA, "coredns_dns_requests_total", map[string]string{"type": "A"}) - seenByA0 - queries
+	t.Logf("%d client queries looping through a marker-dropping server: A sent C %v copies, C sent A %v copies back, A coalesced %v of them (answered SERVFAIL when A's copy timed out)", queries, seen, returned, coalesced)
+	if returned != queries {
+		t.Errorf("C sent A %v copies back for %d client queries, want %d", returned, queries, queries)
+	}
+	if coalesced != queries {
+		t.Errorf("coalesced %v returning copies, want %d", coalesced, queries)
+	}
+	if seen != queries {
+		t.Errorf("C received %v copies of the looping queries for %d client queries, want %d", seen, queries, queries)
+	}
+
+	// All still serve.
 	if got := answerA(t, a.Addr, "www.example.com."); got != publicWWW {
 		t.Errorf("A after the loop: %s", got)
 	}
@@ -412,6 +459,9 @@ func TestRunTimeLoopIsServfailNotAmplified(t *testing.T) {
 	}
 	if got := answerA(t, b.Addr, "www.example.com."); got != publicWWW {
 		t.Errorf("B through A after the loop: %s", got)
+	}
+	if got := answerA(t, c.Addr, "www.example.com."); got != publicWWW {
+		t.Errorf("C through A after the loop: %s", got)
 	}
 }
 
