@@ -53,6 +53,7 @@ bench: build
 	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 10000 -rounds 5 -seconds 10 -out $(BENCH_OUT)
 	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 100000 -rounds 3 -seconds 10 -out $(BENCH_OUT)
 	$(GO) run ./test/bench/splitdns -coredns $(CURDIR)/$(BIN) -routes 1,1000 -rounds 5 -seconds 10 -out $(BENCH_OUT)
+	$(GO) run ./test/bench/dnsdist -coredns $(CURDIR)/$(BIN) -routes 1,1000 -rounds 5 -seconds 10 -out $(BENCH_OUT)
 	FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) test/gslb/bench.sh
 	FLEETDNS_BENCH=1 FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) \
 		$(GO) test -count=1 -v -timeout 60m ./test/bench/scale
