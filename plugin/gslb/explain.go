@@ -101,7 +101,11 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 		txt.Txt = append(txt.Txt, l)
 	}
 	m.Answer = []dns.RR{txt}
-	w.WriteMsg(addOPT(m, r, nil, 0))
+	scope := 0
+	if d.clientDependent {
+		scope = d.scope
+	}
+	w.WriteMsg(addOPT(m, r, ecs, scope))
 	return dns.RcodeSuccess, nil
 }
 

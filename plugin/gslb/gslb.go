@@ -56,6 +56,12 @@ type GSLB struct {
 	soa      atomic.Pointer[soaCache]
 	badPol   sync.Map // host -> property values last logged as invalid
 
+	// policies caches the parsed policy of hosts with GSLB properties,
+	// keyed by the store's immutable *store.Host.
+	policies    atomic.Pointer[sync.Map]
+	policyCount atomic.Int64
+	answerCount answerCounters
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	now    func() time.Time
@@ -86,6 +92,8 @@ func New(zone string) *GSLB {
 		now:        time.Now,
 	}
 	g.peers.Store(&peerSet{byTag: map[string]*peer{}})
+	g.policies.Store(&sync.Map{})
+	g.answerCount = newAnswerCounters(zone)
 	return g
 }
 
@@ -142,7 +150,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		scope = d.scope
 	}
 	if d.unknown {
-		answers.WithLabelValues(g.zone, d.strategy, "servfail").Inc()
+		g.answered(d.strategy, resultServfail)
 		m.Rcode = dns.RcodeServerFailure
 		m.Authoritative = false
 		w.WriteMsg(addOPT(m, r, ecs, scope))
@@ -172,15 +180,15 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: a.AsSlice()})
 		}
 	}
-	result := "answer"
+	result := resultAnswer
 	if len(m.Answer) == 0 {
 		// NODATA: authoritative, the zone's SOA in authority (RFC 2308 §3).
-		result = "nodata"
+		result = resultNodata
 		if soa := g.zoneSOA(ctx, w); soa != nil {
 			m.Ns = []dns.RR{soa}
 		}
 	}
-	answers.WithLabelValues(g.zone, d.strategy, result).Inc()
+	g.answered(d.strategy, result)
 	w.WriteMsg(addOPT(m, r, ecs, scope))
 	return dns.RcodeSuccess, nil
 }
@@ -287,7 +295,17 @@ func (g *GSLB) collect(h *store.Host, views []tagView) []tagView {
 
 // policyOf returns the host's policy: its properties over the defaults.
 func (g *GSLB) policyOf(h *store.Host) *policy {
+	if len(h.Properties) == 0 && len(h.Labels) == 0 {
+		return &g.defaults
+	}
+	cache := g.policies.Load()
+	if v, ok := cache.Load(h); ok {
+		return v.(*policy)
+	}
 	pol, _ := hostPolicy(&g.defaults, h.Properties, h.Labels)
+	if _, loaded := cache.LoadOrStore(h, pol); !loaded {
+		g.policyCount.Add(1)
+	}
 	return pol
 }
 

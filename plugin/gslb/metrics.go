@@ -87,3 +87,34 @@ var (
 		Help:      "1 when the parent's delegation of the zone includes this cluster's own name server, 0 when it does not.",
 	}, []string{"zone", "geotag"})
 )
+
+// Results of answers_total.
+const (
+	resultAnswer = iota
+	resultNodata
+	resultServfail
+)
+
+var resultNames = [...]string{"answer", "nodata", "servfail"}
+
+// answerCounters are the zone's answers_total counters, resolved once so
+// that the query path does not hash label values.
+type answerCounters map[string]*[3]prometheus.Counter
+
+func newAnswerCounters(zone string) answerCounters {
+	c := answerCounters{}
+	for _, s := range []string{roundRobin, failover, geoip, weighted} {
+		var a [3]prometheus.Counter
+		for i, r := range resultNames {
+			a[i] = answers.WithLabelValues(zone, s, r)
+		}
+		c[s] = &a
+	}
+	return c
+}
+
+func (g *GSLB) answered(strategy string, result int) {
+	if a, ok := g.answerCount[strategy]; ok {
+		a[result].Inc()
+	}
+}

@@ -318,10 +318,16 @@ func (p *peer) forget(declared map[string]struct{}) {
 	})
 }
 
+// stop ends the peer's refresh loop. Its metrics stay: on a reload the new
+// instance's peer of the same tag owns them.
 func (p *peer) stop() {
 	if p.cancel != nil {
 		p.cancel()
 	}
+}
+
+// forgetMetrics drops the state series of a peer that left the set.
+func (p *peer) forgetMetrics() {
 	for _, s := range stateNames {
 		peerState.DeleteLabelValues(p.g.zone, p.tag, s)
 	}

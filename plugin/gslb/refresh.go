@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fleetdns/fleetdns/internal/store"
@@ -73,6 +74,7 @@ func (g *GSLB) setPeers(discovered map[string][]string) {
 		if _, ok := ps.byTag[tag]; !ok {
 			log.Infof("Peer %s of %s is gone", tag, g.zone)
 			p.stop()
+			p.forgetMetrics()
 		}
 	}
 }
@@ -121,6 +123,12 @@ func (g *GSLB) walk() {
 	})
 	slices.Sort(names)
 	names = slices.Compact(names)
+	// Policies of replaced host snapshots pile up in the cache: start
+	// afresh now and then.
+	if g.policyCount.Load() > int64(2*len(names)+1024) {
+		g.policies.Store(&sync.Map{})
+		g.policyCount.Store(0)
+	}
 
 	old := g.declared.Load()
 	if old != nil && slices.Equal(*old, names) {
