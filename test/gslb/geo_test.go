@@ -81,3 +81,31 @@ func TestGeoFromMaxMindDB(t *testing.T) {
 		}
 	}
 }
+
+// TestGeoFromGeoipPluginMetadata lets CoreDNS's own geoip plugin look the
+// ECS source up in the same test-written database and put the continent in
+// metadata; gslb maps that value (geo metadata + geo map) to a tag.
+func TestGeoFromGeoipPluginMetadata(t *testing.T) {
+	f := newFleet(t)
+	extra := "        geo metadata geoip/continent/code\n"
+	for _, c := range continentOf {
+		extra += fmt.Sprintf("        geo map %s %s\n", c.code, c.tag)
+	}
+	f.start(t, fleetOptions{
+		blockExtra: map[string]string{"": "    metadata\n    geoip geo.mmdb {\n        edns-subnet\n    }\n"},
+		gslbExtra:  map[string]string{"": extra},
+		files:      map[string]string{"geo.mmdb": string(writeMMDB(t))},
+	})
+
+	for _, tag := range tags {
+		addr := f.clusters[tag].addr
+		for _, c := range continentOf {
+			if got, err := ask(addr, hostGeo, dns.TypeA, harness.ECS(c.client)); err != nil || !equal(got, f.union(c.tag)) {
+				t.Errorf("from %s, ECS %s (%s via geoip metadata): %v (%v), want %s's %v", tag, c.client, c.code, got, err, c.tag, f.union(c.tag))
+			}
+		}
+		if got, err := ask(addr, hostGeo, dns.TypeA, harness.ECS("198.18.0.0/24")); err != nil || !equal(got, f.union(tags...)) {
+			t.Errorf("from %s, ECS outside the database: %v (%v), want %v", tag, got, err, f.union(tags...))
+		}
+	}
+}
