@@ -14,5 +14,6 @@
 // FLEETDNS_BENCH_PROP_BACKGROUND (endpoints loaded beside the propagation
 // run; default the largest size, 0 for none), FLEETDNS_BENCH_STRICT=1 (fail
 // when a goal is missed; otherwise goals are only reported),
+// FLEETDNS_BENCH_CONTROL=0 (leave out the stock file plugin control),
 // FLEETDNS_BENCH_OUT (append the markdown tables to this file).
 package scale

@@ -140,6 +140,23 @@ func load(t *testing.T, k *harness.Kube, endpoints int) *dataset {
 	return d
 }
 
+// writeZone writes the dataset as an RFC 1035 zone file for the file plugin.
+func writeZone(t *testing.T, d *dataset) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "$ORIGIN %s\n@ 30 IN SOA ns1.%[1]s hostmaster.%[1]s 1 7200 1800 86400 30\n@ 30 IN NS ns1.%[1]s\nns1 30 IN A 127.0.0.1\n", zone)
+	for i := range d.objects {
+		for j := range perObject {
+			fmt.Fprintf(&b, "h%d.o%d 30 IN A %s\n", j, i, hostAddr(i, j))
+		}
+	}
+	p := filepath.Join(t.TempDir(), fmt.Sprintf("db.scale-%d", d.endpoints))
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // writeQueries writes the dnsperf query file for a dataset: n A queries of
 // names present in it, drawn uniformly (seeded, so every run asks the same).
 // Every size gets the same shape and length of file.
@@ -177,11 +194,26 @@ type server struct {
 	ready    time.Duration // process start to `ready` 200
 }
 
-// startServer starts coredns with k8scrd reading namespaces from the API
-// server (pinned to cpu with taskset when cpu is set) and waits for `ready`,
-// measuring the time from exec to the first 200 with the zone's SOA
-// answering, polled every 10 ms.
-func startServer(t *testing.T, k *harness.Kube, ip, cpu string, namespaces ...string) *server {
+// startK8sCRD starts coredns with k8scrd reading namespaces from the API
+// server; see startServer.
+func startK8sCRD(t *testing.T, k *harness.Kube, ip, cpu string, namespaces ...string) *server {
+	t.Helper()
+	return startServer(t, ip, cpu, fmt.Sprintf("k8scrd {\n        kubeconfig %s\n        namespaces %s\n    }", k.Kubeconfig, strings.Join(namespaces, " ")))
+}
+
+// startFile starts coredns with the stock file plugin on a zone file: the
+// control that shows how much of a change with size is the machine's
+// (caches, memory) rather than k8scrd's.
+func startFile(t *testing.T, ip, cpu, zonefile string) *server {
+	t.Helper()
+	return startServer(t, ip, cpu, "file "+zonefile)
+}
+
+// startServer starts coredns serving zone with the plugin stanza (pinned to
+// cpu with taskset when cpu is set) and waits for `ready`, measuring the
+// time from exec to the first 200 with the zone's SOA answering, polled
+// every 10 ms.
+func startServer(t *testing.T, ip, cpu, stanza string) *server {
 	t.Helper()
 	bin := harness.CoreDNSBinary(t)
 	s := &server{ip: ip, port: harness.FreePort(t, ip)}
@@ -192,13 +224,10 @@ func startServer(t *testing.T, k *harness.Kube, ip, cpu string, namespaces ...st
 	cf := filepath.Join(dir, "Corefile")
 	corefile := fmt.Sprintf(`%s:%d {
     bind %s
-    k8scrd {
-        kubeconfig %s
-        namespaces %s
-    }
+    %s
     ready %s
 }
-`, zone, s.port, ip, k.Kubeconfig, strings.Join(namespaces, " "), readyAddr)
+`, zone, s.port, ip, stanza, readyAddr)
 	if err := os.WriteFile(cf, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestPropagation(t *testing.T) {
 				}
 				watch = append(watch, load(t, k, background).ns)
 			}
-			s := startServer(t, k, harness.NewIP(t), "", watch...)
+			s := startK8sCRD(t, k, harness.NewIP(t), "", watch...)
 			measurePropagation(t, k, s, ns, n, every, run)
 		})
 	}
