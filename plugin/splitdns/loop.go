@@ -227,8 +227,8 @@ type flightKey struct {
 }
 
 type flight struct {
-	done    chan struct{}
-	waiters int // under flights.mu
+	done    chan struct{} // made by the first waiter (most flights have none), under flights.mu
+	waiters int           // under flights.mu
 	ret     *dns.Msg
 	err     error
 }
@@ -264,10 +264,13 @@ func (fs *flights) join(k flightKey) (*flight, bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if f, ok := fs.m[k]; ok {
+		if f.done == nil {
+			f.done = make(chan struct{})
+		}
 		f.waiters++
 		return f, false
 	}
-	f := &flight{done: make(chan struct{})}
+	f := &flight{}
 	fs.m[k] = f
 	return f, true
 }
@@ -277,16 +280,19 @@ func (fs *flights) join(k flightKey) (*flight, bool) {
 func (fs *flights) land(k flightKey, f *flight, ret *dns.Msg, err error) {
 	fs.mu.Lock()
 	delete(fs.m, k)
-	waiters := f.waiters
+	waiters, done := f.waiters, f.done
 	fs.mu.Unlock()
+	if waiters == 0 {
+		return
+	}
 	switch {
 	case ret == nil && err == nil:
 		err = errNoUpstream
-	case waiters > 0 && ret != nil:
+	case ret != nil:
 		ret = ret.Copy()
 	}
 	f.ret, f.err = ret, err
-	close(f.done)
+	close(done)
 }
 
 // answerFor returns the flight's answer fitted to a waiting query r: its ID,
