@@ -33,6 +33,7 @@ type GSLB struct {
 	zone       string // lower-case, fully qualified
 	geotag     string
 	prefix     string // localtargets- prefix peers answer
+	prefixSet  bool   // given in the Corefile, else localtargets' own
 	defaults   policy
 	geo        *geoResolver
 	timeout    time.Duration
@@ -52,6 +53,7 @@ type GSLB struct {
 	peersMu  sync.Mutex               // serializes peer set changes
 	declared atomic.Pointer[[]string] // GSLB hosts of the zone, sorted, from the last walk
 	walked   atomic.Bool
+	ready    atomic.Bool
 	flight   singleflight.Group
 	soa      atomic.Pointer[soaCache]
 	badPol   sync.Map // host -> property values last logged as invalid
@@ -375,6 +377,11 @@ func (g *GSLB) zoneSOA(ctx context.Context, w dns.ResponseWriter) dns.RR {
 // Ready implements ready.Readiness: the peers are discovered (when
 // peers_from_ns is used) and every peer had its first round of queries.
 func (g *GSLB) Ready() bool {
+	// Once ready, a peer that joins later does not take this server out of
+	// service: until it answers, it is unknown, which failover respects.
+	if g.ready.Load() {
+		return true
+	}
 	if g.disc != nil && !g.disc.attempted.Load() {
 		return false
 	}
@@ -386,5 +393,6 @@ func (g *GSLB) Ready() bool {
 			return false
 		}
 	}
+	g.ready.Store(true)
 	return true
 }

@@ -39,8 +39,14 @@ func setup(c *caddy.Controller) error {
 		g.store = p.Store()
 		// This cluster's own contribution: the healthy targets from
 		// localtargets when it is in the block, else the store's.
-		if lt, ok := dnsserver.GetConfig(c).Handler("localtargets").(store.Targets); ok {
-			g.local = lt
+		lt := dnsserver.GetConfig(c).Handler("localtargets")
+		if t, ok := lt.(store.Targets); ok {
+			g.local = t
+		}
+		// Ask peers with the prefix this cluster answers with, unless the
+		// Corefile says otherwise.
+		if p, ok := lt.(interface{ Prefix() string }); ok && !g.prefixSet {
+			g.prefix = strings.ToLower(p.Prefix())
 		}
 		g.start()
 		return nil
@@ -261,7 +267,10 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 				if len(args) != 1 {
 					return nil, c.ArgErr()
 				}
-				g.prefix = strings.ToLower(args[0])
+				if strings.Contains(args[0], ".") {
+					return nil, c.Errf("prefix %q must be part of one label, without dots", args[0])
+				}
+				g.prefix, g.prefixSet = strings.ToLower(args[0]), true
 			default:
 				return nil, c.Errf("unknown property %q", c.Val())
 			}

@@ -118,6 +118,7 @@ func TestParseErrors(t *testing.T) {
 		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns 127.0.0.1 {\n port 70000\n }\n}", "bad port"},
 		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns 127.0.0.1 {\n tls\n }\n}", `unknown property "tls" in peers_from_ns`},
 		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns\n}", "Wrong argument count"},
+		{"gslb gslb.example.com {\n geotag eu\n prefix lt.x-\n}", "without dots"},
 	} {
 		_, err := parse(caddy.NewTestController("dns", c.input))
 		if err == nil {
