@@ -57,6 +57,16 @@ func (s targetState) String() string {
 // or went away. A new target is checked at once when found.
 var rescanInterval = time.Second
 
+// running holds the running checker for each configuration. On a reload
+// CoreDNS starts the new instance before it stops the old one: the new
+// checker starts from what the old one knew instead of from unknown, so a
+// reload never makes this cluster advertise no targets until the first
+// checks come back.
+var (
+	runningMu sync.Mutex
+	running   = map[string]*checker{}
+)
+
 // checker runs one background loop per target and publishes the set of
 // healthy targets as an immutable snapshot that the query path loads.
 type checker struct {
@@ -71,6 +81,10 @@ type checker struct {
 
 	mu      sync.Mutex
 	targets map[netip.Addr]*target
+
+	// inherited is the state of the targets of the checker this one took
+	// over from on a reload; a target found in it starts from there.
+	inherited map[netip.Addr]target
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -117,7 +131,27 @@ func newChecker(hc healthCheck, zones []string, prefix string, reader store.Read
 
 func (c *checker) snapshot() healthySet { return *c.healthy.Load() }
 
+// key identifies the configuration: a reloaded Corefile with the same
+// stanza takes over the state of the running checker.
+func (c *checker) key() string {
+	return fmt.Sprintf("%q %q %+v", c.zones, c.prefix, c.hc)
+}
+
 func (c *checker) start() {
+	runningMu.Lock()
+	if prev := running[c.key()]; prev != nil && prev != c {
+		prev.mu.Lock()
+		c.inherited = make(map[netip.Addr]target, len(prev.targets))
+		for addr, t := range prev.targets {
+			c.inherited[addr] = target{state: t.state, checked: t.checked, passRun: t.passRun, failRun: t.failRun}
+		}
+		prev.mu.Unlock()
+		c.healthy.Store(prev.healthy.Load())
+		c.ready.Store(prev.ready.Load())
+	}
+	running[c.key()] = c
+	runningMu.Unlock()
+
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wg.Add(1)
 	go func() {
@@ -141,6 +175,15 @@ func (c *checker) stop() {
 	}
 	c.cancel()
 	c.wg.Wait()
+	runningMu.Lock()
+	successor := running[c.key()] != c
+	if !successor {
+		delete(running, c.key())
+	}
+	runningMu.Unlock()
+	if successor {
+		return // the successor's targets keep their series
+	}
 	c.mu.Lock()
 	for addr := range c.targets {
 		targetHealthy.DeleteLabelValues(addr.String())
@@ -189,11 +232,17 @@ func (c *checker) rescan() {
 		}
 		ctx, cancel := context.WithCancel(c.ctx)
 		t := &target{addr: addr, cancel: cancel}
+		if prev, ok := c.inherited[addr]; ok {
+			t.state, t.checked, t.passRun, t.failRun = prev.state, prev.checked, prev.passRun, prev.failRun
+		} else {
+			targetHealthy.WithLabelValues(addr.String()).Set(0)
+			changed = true // a new target: counted as unknown
+		}
 		c.targets[addr] = t
-		targetHealthy.WithLabelValues(addr.String()).Set(0)
 		c.wg.Add(1)
 		go c.run(ctx, t)
 	}
+	c.inherited = nil // taken over by the targets found in the first scan
 	if changed {
 		c.publish()
 	}

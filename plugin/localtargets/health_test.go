@@ -325,3 +325,62 @@ func waitFor(t *testing.T, what string, f func() error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestReloadKeepsHealthState starts a second checker with the same stanza
+// while the first runs, as a Corefile reload does: the healthy target stays
+// healthy from the first moment, before the new checker's own first check.
+func TestReloadKeepsHealthState(t *testing.T) {
+	defer func(d time.Duration) { rescanInterval = d }(rescanInterval)
+	rescanInterval = 10 * time.Millisecond
+
+	s := newFakeStore(&store.Host{Name: "app.example.org.", A: addrs("10.0.0.1", "10.0.0.2")})
+	hc := newHealthCheck()
+	hc.interval, hc.timeout = 20*time.Millisecond, 10*time.Millisecond
+	hc.fails = 1000 // the reloaded checker's own (timing out) checks never flip a target in the test
+	healthy := netip.MustParseAddr("10.0.0.1")
+	old := newChecker(hc, []string{"example.org."}, defaultPrefix, s)
+	old.probe = func(_ context.Context, ip netip.Addr) error {
+		if ip == healthy {
+			return nil
+		}
+		return errors.New("refused")
+	}
+	old.start()
+	waitFor(t, "the old checker's first round", func() error {
+		if !old.ready.Load() || len(old.snapshot()) != 1 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+
+	block := make(chan struct{})
+	reloaded := newChecker(hc, []string{"example.org."}, defaultPrefix, s)
+	reloaded.probe = func(ctx context.Context, _ netip.Addr) error {
+		select { // its own checks time out
+		case <-block:
+		case <-ctx.Done():
+		}
+		return errors.New("timeout")
+	}
+	reloaded.start()
+	old.stop() // CoreDNS stops the old instance after the new one started
+	defer func() { close(block); reloaded.stop() }()
+
+	for range 5 {
+		up := reloaded.snapshot()
+		if _, ok := up[healthy]; !ok || len(up) != 1 || !reloaded.ready.Load() {
+			t.Fatalf("after reload: healthy set %v ready %v, want just %s from the start", up, reloaded.ready.Load(), healthy)
+		}
+		time.Sleep(15 * time.Millisecond) // a few rescans
+	}
+	// A different stanza starts from unknown.
+	hc2 := hc
+	hc2.port = 8080
+	other := newChecker(hc2, []string{"example.org."}, defaultPrefix, s)
+	other.probe = reloaded.probe
+	other.start()
+	defer other.stop()
+	if len(other.snapshot()) != 0 {
+		t.Errorf("a checker with another stanza inherited %v", other.snapshot())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,6 +113,28 @@ func TestHealthChecksLeaveFailingTargetsOut(t *testing.T) {
 	s1.up(t)
 	s2.up(t)
 	expect("services back", f.union("eu"), f.union("eu"))
+
+	// A Corefile reload (SIGUSR1) starts new instances of every plugin: the
+	// health state carries over, so eu never advertises fewer targets.
+	reloads := strings.Count(eu.srv.Log(), "Reloading complete")
+	eu.srv.Signal(syscall.SIGUSR1)
+	var blips []string
+	end := time.Now().Add(3 * time.Second)
+	for time.Now().Before(end) {
+		m, err := harness.Ask(eu.addr, "localtargets-"+hostFailover, dns.TypeA, harness.Attempts(1))
+		if err != nil {
+			blips = append(blips, err.Error())
+		} else if got := harness.Targets(m, dns.TypeA); !equal(got, f.union("eu")) {
+			blips = append(blips, fmt.Sprintf("%s %v", dns.RcodeToString[m.Rcode], got))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !eu.srv.WaitLog("Reloading complete", time.Second) || strings.Count(eu.srv.Log(), "Reloading complete") <= reloads {
+		t.Fatalf("eu did not reload on SIGUSR1")
+	}
+	if len(blips) > 0 {
+		t.Errorf("during the reload eu answered localtargets-%s %d times with other than %v, e.g. %v", hostFailover, len(blips), f.union("eu"), blips[:min(len(blips), 5)])
+	}
 
 	// A state change is logged once, not per check.
 	if n := strings.Count(eu.srv.Log(), "Target "+ip2+" is unhealthy"); n != 1 {
