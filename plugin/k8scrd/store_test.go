@@ -206,15 +206,21 @@ func TestStoreReaderForOtherPlugins(t *testing.T) {
 func TestBurstOfEventsCoalescedIntoFewSwaps(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", zoneBody, nil)
 	cfg := k.cfg
+	objs := make([]*object, 1000)
+	for i := range objs {
+		objs[i] = benchObject(cfg, i, 1, "192.0.2.1")
+	}
 	before := k.builder.swaps.Load()
 	start := time.Now()
-	for i := range 1000 {
-		k.builder.upsert(benchObject(cfg, i, 1, "192.0.2.1"))
+	for _, o := range objs {
+		k.builder.upsert(o)
 	}
 	queued := time.Since(start)
 	eventually(t, "burst applied", hasA(k, t, "host999-0.team49.example.org.", "192.0.2.1"))
-	// 1000 events queued in much less than the 20 ms window become one or two swaps.
-	if n := k.builder.swaps.Load() - before; queued < 10*time.Millisecond && n > 2 {
+	// 1000 events queued well inside the 20 ms window become one or two swaps.
+	if queued > 10*time.Millisecond {
+		t.Logf("queueing took %v: the machine is too slow to judge coalescing", queued)
+	} else if n := k.builder.swaps.Load() - before; n > 2 {
 		t.Errorf("1000 events in %v made %d snapshot swaps, want at most 2", queued, n)
 	}
 	for i := range 1000 {
