@@ -36,6 +36,9 @@ type builder struct {
 	wake       chan struct{}
 	swaps      atomic.Int64 // snapshots published, for tests
 
+	// changed, when set, is told the zones each published snapshot changed.
+	changed func(zones []string)
+
 	// owned by run
 	objects  map[string]*object
 	byName   map[string]map[string]*object // name -> object key -> object
@@ -130,6 +133,17 @@ func (b *builder) flush() {
 	next.synced = synced
 	b.snap.Store(next)
 	b.swaps.Add(1)
+	if b.changed != nil && cur.synced {
+		var zones []string
+		for z, zd := range next.zones {
+			if zd != cur.zones[z] {
+				zones = append(zones, z)
+			}
+		}
+		if len(zones) > 0 {
+			b.changed(zones)
+		}
+	}
 
 	now := b.now()
 	lastSync.Set(float64(now.Unix()))

@@ -19,7 +19,8 @@ type K8sCRD struct {
 	Zones []string
 	Fall  fall.F
 
-	noTransfer []string // GSLB zones in this block: never transferred
+	noTransfer []string  // GSLB zones in this block: never transferred
+	notifier   *notifier // NOTIFY to secondaries, when transfer is in the block
 
 	cfg     *config
 	snap    atomic.Pointer[snapshot]

@@ -10,6 +10,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -60,6 +61,10 @@ func setup(c *caddy.Controller) error {
 		// secondaries the static declarations only, so it is refused.
 		if g, ok := dnsserver.GetConfig(c).Handler("gslb").(interface{ GSLBZone() string }); ok {
 			k.noTransfer = append(k.noTransfer, g.GSLBZone())
+		}
+		// With transfer in the block, secondaries are notified of changes.
+		if x, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok {
+			k.notifier = newNotifier(x, k.noTransfer)
 		}
 		return k.start()
 	})
@@ -202,6 +207,10 @@ type source interface {
 // start runs the builder and the source, then waits, bounded, for the first sync.
 func (k *K8sCRD) start() error {
 	k.stop = make(chan struct{})
+	if k.notifier != nil {
+		k.builder.changed = k.notifier.changed
+		go k.notifier.run(k.stop)
+	}
 	go k.builder.run(k.stop)
 	if err := k.source.start(); err != nil {
 		return plugin.Error("k8scrd", err)
