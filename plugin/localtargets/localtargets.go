@@ -97,6 +97,10 @@ func (lt *LocalTargets) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *d
 	return dns.RcodeSuccess, nil
 }
 
+// Prefix is what peers put before a host's first label to ask for this
+// cluster's targets; gslb in the same block asks its peers with the same.
+func (lt *LocalTargets) Prefix() string { return lt.prefix }
+
 // Healthy implements store.Targets: h's targets minus those failing their
 // health checks. It allocates only when a target is left out.
 func (lt *LocalTargets) Healthy(h *store.Host) (a, aaaa []netip.Addr) {

@@ -154,4 +154,7 @@ func TestHealthyWithoutChecksIsEverything(t *testing.T) {
 	}
 }
 
-var _ store.Targets = (*LocalTargets)(nil)
+var (
+	_ store.Targets                = (*LocalTargets)(nil)
+	_ interface{ Prefix() string } = (*LocalTargets)(nil) // what gslb asks for
+)
