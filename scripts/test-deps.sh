@@ -2,6 +2,7 @@
 # Installs everything the tests need on a fresh machine, and caches what is
 # expensive outside the clone so a second run takes seconds:
 #   - Debian packages: dig, kdig, dnsperf, NSD, Knot, Unbound, iproute2
+#     (and setcap, unshare, setpriv for test/deploy)
 #   - kube-apiserver, kubectl and etcd, built from the Go module proxy
 #     (no download sites are reachable here, so no release tarballs).
 # Prints the folder holding the Kubernetes binaries on its last line.
@@ -15,7 +16,7 @@ BIN="$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin"
 
 log() { echo "test-deps: $*" >&2; }
 
-apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound dnsdist iproute2 procps psmisc openssl)
+apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,6 +2,9 @@ package deploy
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,4 +72,40 @@ func TestSidecarCorefileRoutesAsShipped(t *testing.T) {
 			t.Errorf("probe %s: %s, want 200", url, resp.Status)
 		}
 	}
+}
+
+// TestSidecarRefusesThePodsResolvConfAsCatchAll shows what docs/sidecar.md
+// promises: pointed at the pod's own resolv.conf (nameserver 127.0.0.1, the
+// sidecar itself), the sidecar does not start and says why, instead of
+// looping.
+func TestSidecarRefusesThePodsResolvConfAsCatchAll(t *testing.T) {
+	root := harness.ModuleRoot(t)
+	shipped := shippedCorefile(t, root, "deploy/sidecar/configmap.yaml", "fleetdns-sidecar")
+	ip := harness.NewIP(t)
+	dir := t.TempDir()
+	podResolv := filepath.Join(dir, "resolv.conf")
+	// What kubelet writes for the pod: dnsPolicy None, nameservers [127.0.0.1]
+	// (the test's stand-in for the pod's loopback is ip).
+	if err := os.WriteFile(podResolv, []byte("search sidecar-example.svc.cluster.local svc.cluster.local cluster.local\nnameserver "+ip+"\noptions ndots:5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cf := substitute(t, shipped,
+		substitution{"bind 127.0.0.1", "bind " + ip, "the pod's loopback: each test has a loopback address of its own"},
+		substitution{"health :8054", "health " + fmtAddr(ip, harness.FreePort(t, ip)), "fixed ports could collide with parallel tests"},
+		substitution{"ready :8055", "ready " + fmtAddr(ip, harness.FreePort(t, ip)), "fixed ports could collide with parallel tests"},
+		substitution{"10.20.0.53 10.20.0.54", "192.0.2.1", "unused here"},
+		substitution{"10.20.1.53", "192.0.2.2", "unused here"},
+		substitution{"default 10.96.0.10", "resolv " + podResolv, "the mistake under test: the catch-all read from the pod's own resolv.conf"},
+	)
+	srv := harness.StartCoreDNS(t, cf, harness.WithoutWait())
+	select {
+	case <-srv.Exited():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the sidecar started with itself as its catch-all upstream:\n%s", srv.Log())
+	}
+	log := srv.Log()
+	if !strings.Contains(log, ip) || !strings.Contains(log, "splitdns") || !strings.Contains(log, "is this server itself") {
+		t.Errorf("the start-up error does not name splitdns and the looping address %s:\n%s", ip, log)
+	}
+	t.Logf("the operator sees: %s", strings.TrimSpace(log))
 }
