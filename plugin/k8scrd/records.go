@@ -222,20 +222,21 @@ func hostname(t string) (string, error) {
 
 // txtStrings splits a TXT target into character-strings of at most 255 octets
 // (RFC 1035 §3.3.14). A target quoted as a whole, as external-dns's TXT
-// registry writes them, is unquoted first.
+// registry writes them, is unquoted first. The text is taken as it is: a
+// backslash is a backslash (miekg/dns reads TXT strings as escaped text).
 func txtStrings(t string) []string {
 	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' && !strings.Contains(t[1:len(t)-1], `"`) {
 		t = t[1 : len(t)-1]
 	}
-	if len(t) <= 255 {
-		return []string{t}
-	}
 	var out []string
-	for len(t) > 255 {
-		out = append(out, t[:255])
-		t = t[255:]
+	for {
+		n := min(len(t), 255)
+		out = append(out, strings.ReplaceAll(t[:n], `\`, `\\`))
+		t = t[n:]
+		if t == "" {
+			return out
+		}
 	}
-	return append(out, t)
 }
 
 // rdata is the presentation form of rr's RDATA: the key for de-duplication and ordering.

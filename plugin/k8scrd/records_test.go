@@ -57,3 +57,32 @@ func TestTargetFormatsRejected(t *testing.T) {
 		}
 	}
 }
+
+func TestTXTTextSurvivesTheWire(t *testing.T) {
+	for _, target := range []string{`a\b`, `say "hi"`, "semi;colon", "", strings.Repeat(`\`, 300)} {
+		_, e, _, err := convert(endpoint.NewEndpoint("x.example.org", "TXT", target), []string{"example.org."}, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := new(dns.Msg)
+		m.Answer = e.rrs
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read the character-strings straight off the wire: length-prefixed octets.
+		back := new(dns.Msg)
+		if err := back.Unpack(b); err != nil {
+			t.Fatal(err)
+		}
+		rd := b[len(b)-int(back.Answer[0].Header().Rdlength):]
+		var got string
+		for len(rd) > 0 {
+			got += string(rd[1 : 1+int(rd[0])])
+			rd = rd[1+int(rd[0]):]
+		}
+		if got != target {
+			t.Errorf("TXT target %q went on the wire as %q", target, got)
+		}
+	}
+}
