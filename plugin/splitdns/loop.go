@@ -73,17 +73,37 @@ type marked struct {
 	local    *dns.EDNS0_LOCAL
 	addedOpt bool
 	prev     []byte
+	scratch  *markScratch
 }
+
+// markScratch is what mark adds to a query that has no OPT record (most stub
+// resolvers send none), reused from query to query: the records only live
+// until the query has been packed and sent.
+type markScratch struct {
+	opt   dns.OPT
+	local dns.EDNS0_LOCAL
+	opts  [1]dns.EDNS0
+	extra [1]dns.RR
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(markScratch) }}
 
 // mark adds this process's identity to r's marker, adding the option (and
 // an OPT record sized as the client's non-EDNS limit, 512) when missing.
 func mark(r *dns.Msg) marked {
 	m := marked{opt: r.IsEdns0()}
 	if m.opt == nil {
-		m.opt = &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-		m.opt.SetUDPSize(dns.MinMsgSize)
-		r.Extra = append(r.Extra, m.opt)
-		m.addedOPT = true
+		sc := scratchPool.Get().(*markScratch)
+		sc.opt = dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT, Class: dns.MinMsgSize}}
+		sc.local = dns.EDNS0_LOCAL{Code: markerCode, Data: identity[:]}
+		sc.opts[0] = &sc.local
+		sc.opt.Option = sc.opts[:1:1]
+		if len(r.Extra) == 0 {
+			r.Extra = sc.extra[:0:1]
+		}
+		r.Extra = append(r.Extra, &sc.opt)
+		m.opt, m.local, m.scratch, m.addedOPT = &sc.opt, &sc.local, sc, true
+		return m
 	}
 	for _, e := range m.opt.Option {
 		if l, ok := e.(*dns.EDNS0_LOCAL); ok && l.Code == markerCode {
@@ -110,6 +130,13 @@ func (m marked) unmark(r *dns.Msg) {
 				r.Extra = append(r.Extra[:i], r.Extra[i+1:]...)
 				break
 			}
+		}
+		if len(r.Extra) == 0 {
+			r.Extra = nil // as it was, and not the scratch's array
+		}
+		if m.scratch != nil {
+			m.scratch.extra[0] = nil
+			scratchPool.Put(m.scratch)
 		}
 	case m.addedOpt:
 		for i := len(m.opt.Option) - 1; i >= 0; i-- {
