@@ -478,6 +478,7 @@ func main() {
 	up := func(edit func(q, m *dns.Msg)) []byte {
 		q := new(dns.Msg)
 		q.SetQuestion("db.acme.internal.", dns.TypeA)
+		q.Id = 4242
 		m := new(dns.Msg)
 		m.SetReply(q)
 		edit(q, m)
