@@ -13,7 +13,7 @@ GOBUILD_FLAGS := -trimpath -ldflags "-s -w"
 export CGO_ENABLED = 0
 export GOTOOLCHAIN = local
 
-.PHONY: all build run test deps unit e2e generate vet clean bench bench-smoke
+.PHONY: all build run test deps unit e2e generate vet clean bench bench-smoke fuzz soak
 
 all: build
 
@@ -62,6 +62,29 @@ bench: build
 # bench-smoke: the same harness for a few seconds, to show it still runs.
 bench-smoke: build
 	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 1000 -rounds 1 -seconds 2
+
+# fuzz: every fuzz target of the plugins in turn, one `go test -fuzz` each,
+# FUZZTIME each (not in CI; the seeds in testdata/fuzz run in unit). A crash
+# is written to the package's testdata/fuzz/<FuzzName>/: commit it with the fix.
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for f in plugin/*/fuzz_test.go; do \
+		pkg=./$$(dirname $$f); \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$pkg $$name ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) $$pkg; \
+		done; \
+	done
+FUZZPARALLEL ?= 2
+
+# soak: the built binary for SOAK_DURATION at half the measured maximum
+# query rate (or SOAK_QPS), with DNSEndpoints created and deleted all along
+# and a gslb peer flapping; every answer is checked (not in CI; see RELIABILITY.md).
+SOAK_DURATION ?= 10m
+SOAK_QPS ?= 0
+soak: build
+	FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_SOAK_DURATION=$(SOAK_DURATION) FLEETDNS_SOAK_QPS=$(SOAK_QPS) \
+		$(GO) test -count=1 -timeout 3h -run '^TestSoak$$' -v ./test/reliability
 
 clean:
 	rm -rf bin
