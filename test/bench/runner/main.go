@@ -151,7 +151,7 @@ func main() {
 	fmt.Fprintf(&b, "Command: `go run ./test/bench/runner -records %d -rounds %d -seconds %d`\n\n", *flagRecords, *flagRounds, *flagSeconds)
 	for _, q := range mixes {
 		base := median(results[key{"k8scrd", q.name}], func(r result) float64 { return r.qps })
-		fmt.Fprintf(&b, "Query mix **%s**:\n\n| server | q/s median (min-max) | k8scrd / server | CPU us/query median | lost | ready | RSS MiB |\n|---|---|---|---|---|---|---|\n", q.name)
+		fmt.Fprintf(&b, "Query mix **%s** (k8scrd / server: the median of the per-round ratios, each round measuring both back to back):\n\n| server | q/s median (min-max) | k8scrd / server q/s | server / k8scrd CPU per query | CPU us/query median | lost | ready | RSS MiB |\n|---|---|---|---|---|---|---|---|\n", q.name)
 		for _, s := range servers {
 			rs := results[key{s.Name, q.name}]
 			if len(rs) == 0 {
@@ -159,11 +159,21 @@ func main() {
 			}
 			med := median(rs, func(r result) float64 { return r.qps })
 			lo, hi := minmax(rs, func(r result) float64 { return r.qps })
-			ratio := "-"
-			if base > 0 && s.Name != "k8scrd" {
-				ratio = fmt.Sprintf("%.2f", base/med)
+			ratio, cpuRatio := "-", "-"
+			if ks := results[key{"k8scrd", q.name}]; base > 0 && s.Name != "k8scrd" && len(ks) == len(rs) {
+				var qr, cr []float64
+				for i := range rs {
+					qr = append(qr, ks[i].qps/rs[i].qps)
+					if ks[i].usPerQ > 0 {
+						cr = append(cr, rs[i].usPerQ/ks[i].usPerQ)
+					}
+				}
+				ratio = fmt.Sprintf("%.2f", medianOf(qr))
+				if len(cr) > 0 {
+					cpuRatio = fmt.Sprintf("%.2f", medianOf(cr))
+				}
 			}
-			fmt.Fprintf(&b, "| %s | %.0f (%.0f-%.0f) | %s | %.1f | %.2f%% | %v | %d |\n", s.Name, med, lo, hi, ratio,
+			fmt.Fprintf(&b, "| %s | %.0f (%.0f-%.0f) | %s | %s | %.1f | %.2f%% | %v | %d |\n", s.Name, med, lo, hi, ratio, cpuRatio,
 				median(rs, func(r result) float64 { return r.usPerQ }), 100*median(rs, func(r result) float64 { return r.lost }),
 				s.ready.Round(time.Millisecond), s.rssKiB()/1024)
 		}
@@ -222,13 +232,18 @@ func parseFloat(re *regexp.Regexp, out []byte) float64 {
 }
 
 func median(rs []result, f func(result) float64) float64 {
-	if len(rs) == 0 {
-		return 0
-	}
 	v := make([]float64, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)
 	}
+	return medianOf(v)
+}
+
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = append([]float64(nil), v...)
 	sort.Float64s(v)
 	if len(v)%2 == 1 {
 		return v[len(v)/2]
