@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/test/harness"
+
 	"github.com/miekg/dns"
 )
 
@@ -121,6 +123,30 @@ func TestFailoverWhenClusterStopsOrDies(t *testing.T) {
 			t0 := time.Now()
 			stop := clients(f, t0, from, hostFailover, hostRR)
 			inject()
+			// A host declared at us during the fault: its first queries miss
+			// the peer answer cache and may wait on eu, at most the timeout.
+			us := f.clusters["us"]
+			fresh := "fresh-" + strings.ToLower(name) + "." + zone
+			writeManifest(t, us.dir, "fresh.yaml", manifest("fresh", "apps", nil,
+				endpoint{name: fresh, rtype: "A", ttl: 7, targets: f.targets["us"], properties: map[string]string{"gslb/strategy": "roundRobin"}}))
+			var slowest time.Duration
+			for n := 0; ; n++ {
+				start := time.Now()
+				m, err := harness.Ask(us.addr, fresh, dns.TypeA, harness.Attempts(1))
+				d := time.Since(start)
+				slowest = max(slowest, d)
+				if err != nil || d > peerTimeout+slack {
+					t.Errorf("query %d for %s at us during the fault: %v after %v, want an answer within timeout %v", n, fresh, err, d.Round(time.Millisecond), peerTimeout)
+				}
+				if err == nil && len(m.Answer) > 0 {
+					t.Logf("%s: %s declared during the fault answered %v after %d queries, slowest %v", name, fresh, harness.Targets(m, dns.TypeA), n+1, slowest.Round(time.Millisecond))
+					break
+				}
+				if n > 200 {
+					t.Fatalf("%s never answered at us", fresh)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			time.Sleep(failoverBound + time.Second)
 			samples := stop()
 
