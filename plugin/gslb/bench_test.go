@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 )
@@ -15,6 +16,7 @@ type discard struct{ test.ResponseWriter }
 func (discard) WriteMsg(*dns.Msg) error { return nil }
 
 func benchServe(b *testing.B, extra string, h string, qtype uint16, opts ...queryOpt) {
+	clog.Discard()
 	st := newFakeStore(host(app, "10.0.1.1", "fd00::1:1"),
 		withProps(host("w."+zone, "10.0.1.1"), propStrategy, "weighted", propWeight, "eu=50,us=30,ap=20"))
 	g, _, _, _ := twoPeers(b, extra, st)

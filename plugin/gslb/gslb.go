@@ -350,7 +350,9 @@ func (g *GSLB) zoneSOA(ctx context.Context, w dns.ResponseWriter) dns.RR {
 		q.SetQuestion(g.zone, dns.TypeSOA)
 		nw := nonwriter.New(w)
 		if _, err := g.Next.ServeDNS(ctx, nw, q); err == nil && nw.Msg != nil {
-			for _, rr := range nw.Msg.Answer {
+			// The apex's SOA, or, when the GSLB zone is part of a larger
+			// zone, the SOA of that zone in the authority section.
+			for _, rr := range append(nw.Msg.Answer, nw.Msg.Ns...) {
 				if s, ok := rr.(*dns.SOA); ok {
 					soa = dns.Copy(s).(*dns.SOA)
 					break

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 const app = "app." + zone
@@ -55,10 +56,14 @@ func TestFailoverFirstPrimaryWithTargets(t *testing.T) {
 		t.Fatalf("primary us up: got %v, want us's 10.0.2.1", got)
 	}
 	// us stops having targets (NODATA is "up, no targets"): ap is next.
+	before := testutil.ToFloat64(failovers.WithLabelValues(zone, "ap"))
 	us.set(app)
 	eventually(t, "failover to ap", func() bool {
 		return slices.Equal(addrs(ask(t, g, app, dns.TypeA)), []string{"10.0.3.1"})
 	})
+	if after := testutil.ToFloat64(failovers.WithLabelValues(zone, "ap")); after <= before {
+		t.Errorf("failovers_total{tag=ap} %v, want it to grow from %v", after, before)
+	}
 }
 
 func TestFailoverNoPrimaryHasTargetsAnswersAll(t *testing.T) {

@@ -92,6 +92,8 @@ func TestBadPeerAnswersAreFailures(t *testing.T) {
 			if got := addrs(ask(t, g, app, dns.TypeA)); !slices.Equal(got, []string{"10.0.2.1"}) {
 				t.Errorf("got %v, want the last good answer", got)
 			}
+			us.setMode("")
+			eventually(t, "us up again", func() bool { return stateOf(g, "us") == stateUp })
 		})
 	}
 }
