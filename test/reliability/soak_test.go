@@ -210,7 +210,9 @@ func TestSoak(t *testing.T) {
 
 	type result struct {
 		total, errs, wrong, stale, servfail, usMissing int64
-		firstWrong                                     []string
+		// churn answers by what the data was when the query was sent
+		mustHave, mustNotHave, inTransition int64
+		firstWrong                          []string
 	}
 	var (
 		resMu sync.Mutex
@@ -263,6 +265,16 @@ func TestSoak(t *testing.T) {
 					name = c.name
 					check = func(m *dns.Msg, sent time.Time) (string, string) {
 						del := c.deleted.Load()
+						resMu.Lock()
+						switch {
+						case del != 0 && sent.After(time.Unix(0, del).Add(soakBound)):
+							res.mustNotHave++
+						case (del == 0 || sent.Before(time.Unix(0, del))) && sent.After(c.created.Add(soakBound)):
+							res.mustHave++
+						default:
+							res.inTransition++
+						}
+						resMu.Unlock()
 						present := m.Rcode == dns.RcodeSuccess && slices.Equal(addrsOf(m), []string{c.target})
 						absent := m.Rcode == dns.RcodeNameError
 						switch {
@@ -348,6 +360,8 @@ func TestSoak(t *testing.T) {
 		elapsed.Round(time.Second), qps, res.total, float64(res.total)/elapsed.Seconds(), created.Load(), flaps.Load())
 	t.Logf("soak: errors (timeouts) %d (%.4f%%), SERVFAIL %d, wrong answers %d, stale past %v %d, gslb answers without the stopped peer %d",
 		res.errs, 100*float64(res.errs)/float64(max(res.total, 1)), res.servfail, res.wrong, soakBound, res.stale, res.usMissing)
+	t.Logf("soak: churned names asked %d times while they had to exist, %d times while they had to be gone, %d times within %v of a change (either answer accepted)",
+		res.mustHave, res.mustNotHave, res.inTransition, soakBound)
 	t.Logf("soak: RSS %.1f -> %.1f MiB, goroutines %v -> %v", rss0/(1<<20), rss1/(1<<20), gor0, gor1)
 	for _, s := range res.firstWrong {
 		t.Logf("  %s", s)
