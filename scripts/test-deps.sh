@@ -29,7 +29,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # The packaged daemons start themselves on :53 when installed; the tests run
 # their own instances on loopback, so stop any system copy that would hold ports.
-for svc in nsd knot unbound; do
+for svc in nsd knot unbound dnsdist; do
   pkill -x "$svc" 2>/dev/null || true
   pkill -x "${svc}d" 2>/dev/null || true
 done
