@@ -307,6 +307,9 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 			return nil, c.Err("strategy geoip needs a geo source (geo cidr, geo mmdb or geo metadata)")
 		}
 	}
+	if g == nil {
+		return nil, errors.New("no gslb directive")
+	}
 	g.derive()
 	return g, nil
 }
