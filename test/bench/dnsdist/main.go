@@ -65,6 +65,25 @@ var (
 	reLost = regexp.MustCompile(`Queries lost:\s+[0-9]+ \(([0-9.]+)%\)`)
 )
 
+// cleanups run at the end of main and on a fatal error, last first: the
+// servers are stopped and the work folder removed either way.
+var cleanups []func()
+
+func atExit(f func()) { cleanups = append(cleanups, f) }
+
+func runAtExit() {
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+	cleanups = nil
+}
+
+func fatalf(format string, args ...any) {
+	log.Printf(format, args...)
+	runAtExit()
+	os.Exit(1)
+}
+
 // server is one contestant listening on its own loopback address, port 53.
 type server struct {
 	name   string
@@ -81,9 +100,10 @@ func main() {
 	log.SetFlags(0)
 	work, err := os.MkdirTemp("", "fleetdns-bench-dnsdist-")
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
-	defer os.RemoveAll(work)
+	atExit(func() { os.RemoveAll(work) })
+	defer runAtExit()
 	root := moduleRoot()
 
 	bin := *flagCoreDNS
@@ -95,7 +115,7 @@ func main() {
 	build(root, bare, "./test/bench/bare")
 	dnsdist, err := exec.LookPath(*flagDNSDist)
 	if err != nil {
-		log.Fatalf("dnsdist is not installed (Debian package dnsdist; scripts/test-deps.sh installs it): %v", err)
+		fatalf("dnsdist is not installed (Debian package dnsdist; scripts/test-deps.sh installs it): %v", err)
 	}
 	version, _ := exec.Command(dnsdist, "--version").Output()
 
@@ -103,7 +123,7 @@ func main() {
 	for _, s := range strings.Split(*flagRoutes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
-			log.Fatalf("-routes: %q", s)
+			fatalf("-routes: %q", s)
 		}
 		routes = append(routes, n)
 	}
@@ -114,15 +134,15 @@ func main() {
 
 	upstream := *flagNet + ".1"
 	up := start(work, "upstream", loadCPU, bare, "-addr", upstream+":53")
-	defer stop(up)
+	atExit(func() { stop(up) })
 	waitAnswer(work, "upstream", upstream)
 
 	var servers []*server
-	defer func() {
+	atExit(func() {
 		for _, s := range servers {
 			stop(s.cmd)
 		}
-	}()
+	})
 	next := 2
 	for _, r := range routes {
 		for _, kind := range []string{"splitdns", "dnsdist"} {
@@ -223,7 +243,7 @@ func main() {
 	if *flagOut != "" {
 		f, err := os.OpenFile(*flagOut, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		defer f.Close()
 		f.WriteString(b.String())
@@ -283,10 +303,10 @@ func checkRouting(s *server) {
 	} {
 		r, err := ask(s.ip, name)
 		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
-			log.Fatalf("%s: %s: %v %v", s.name, name, r, err)
+			fatalf("%s: %s: %v %v", s.name, name, r, err)
 		}
 		if a, ok := r.Answer[0].(*dns.A); !ok || !a.A.Equal(net.ParseIP("192.0.2.1")) {
-			log.Fatalf("%s: %s answered %v, not the upstream's 192.0.2.1", s.name, name, r.Answer[0])
+			fatalf("%s: %s answered %v, not the upstream's 192.0.2.1", s.name, name, r.Answer[0])
 		}
 	}
 }
@@ -310,7 +330,7 @@ func waitAnswer(dir, name, ip string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
-	log.Fatalf("%s on %s:53 does not answer within 60 s; its log:\n%s", name, ip, b)
+	fatalf("%s on %s:53 does not answer within 60 s; its log:\n%s", name, ip, b)
 }
 
 // dnsperf runs one load run against s and returns q/s, the server's CPU
@@ -324,12 +344,12 @@ func dnsperf(s *server, queries, cpu string, seconds int) (qps, usPerQ, lost flo
 	before := cpuTicks(s.cmd.Process.Pid)
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
-		log.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+		fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
 	}
 	after := cpuTicks(s.cmd.Process.Pid)
 	qps, done, lost := parse(reQPS, out), parse(reDone, out), parse(reLost, out)
 	if qps == 0 || done == 0 {
-		log.Fatalf("%s: dnsperf completed nothing:\n%s", s.name, out)
+		fatalf("%s: dnsperf completed nothing:\n%s", s.name, out)
 	}
 	return qps, float64(after-before) * 1e4 / done, lost // a tick is 10 ms = 1e4 us
 }
@@ -338,7 +358,7 @@ func dnsperf(s *server, queries, cpu string, seconds int) (qps, usPerQ, lost flo
 func cpuTicks(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
 	u, _ := strconv.ParseInt(f[11], 10, 64)
@@ -398,12 +418,12 @@ func start(dir, name, cpu, bin string, args ...string) *exec.Cmd {
 	cmd.Dir = dir
 	lf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		log.Fatalf("%s: %v", name, err)
+		fatalf("%s: %v", name, err)
 	}
 	return cmd
 }
@@ -425,7 +445,7 @@ func stop(cmd *exec.Cmd) {
 
 func writeFile(path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 }
 
@@ -434,7 +454,7 @@ func build(root, out, pkg string) {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		log.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
 }
 
@@ -442,7 +462,7 @@ func moduleRoot() string {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	gomod := strings.TrimSpace(string(out))
 	if err != nil || gomod == "" || gomod == os.DevNull {
-		log.Fatal("run from inside the fleetdns module")
+		fatalf("run from inside the fleetdns module")
 	}
 	return filepath.Dir(gomod)
 }
