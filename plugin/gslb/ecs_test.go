@@ -8,7 +8,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metadata"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/miekg/dns"
@@ -110,6 +113,17 @@ func TestMalformedECSIsFormErr(t *testing.T) {
 	}
 	if ecs, _ := replyECS(m); ecs != nil {
 		t.Errorf("FORMERR reply echoes ECS %v", ecs)
+	}
+
+	// The FORMERR is written by gslb: its return must tell the server not
+	// to write a second reply.
+	q := new(dns.Msg)
+	q.SetQuestion(app, dns.TypeA)
+	withECS(1, "10.2.3.4", 16)(q, nil)
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	rcode, _ := g.ServeDNS(context.Background(), rec, q)
+	if !plugin.ClientWrite(rcode) || rec.Msg == nil {
+		t.Errorf("ServeDNS returned %s after writing FORMERR: the server would answer twice", dns.RcodeToString[rcode])
 	}
 }
 

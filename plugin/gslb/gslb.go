@@ -132,7 +132,8 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			m.Extra = append(m.Extra, replyOPT(o, nil, 0))
 		}
 		w.WriteMsg(m)
-		return dns.RcodeFormatError, nil
+		// Written here: a FORMERR return would make the server write again.
+		return dns.RcodeSuccess, nil
 	}
 
 	var buf [8]tagView
@@ -156,7 +157,8 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		m.Rcode = dns.RcodeServerFailure
 		m.Authoritative = false
 		w.WriteMsg(addOPT(m, r, ecs, scope))
-		return dns.RcodeServerFailure, nil
+		// Written here: a SERVFAIL return would make the server write again.
+		return dns.RcodeSuccess, nil
 	}
 	if d.strategy == failover {
 		first := g.geotag
