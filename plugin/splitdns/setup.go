@@ -123,22 +123,24 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				if len(args) < 2 {
 					return nil, kd, c.ArgErr()
 				}
+				// A CIDR (10.0.0.0/12) is its reverse zones, as in a server block's key.
 				zones := plugin.Host(args[0]).NormalizeExact()
 				if len(zones) == 0 {
 					return nil, kd, c.Errf("route: %q is not a zone", args[0])
 				}
-				zone := zones[0]
-				if zone == "." {
-					return nil, kd, c.Errf("route: the root zone is the default route; use 'default' or 'resolv'")
-				}
-				if slices.ContainsFunc(s.cfg.routes, func(r zoneRoute) bool { return r.zone == zone }) {
-					return nil, kd, c.Errf("route: zone %s is routed twice", zone)
-				}
-				addrs, err := upstreams(c, "route "+zone, args[1:], s.cfg.listener)
+				addrs, err := upstreams(c, "route "+args[0], args[1:], s.cfg.listener)
 				if err != nil {
 					return nil, kd, err
 				}
-				s.cfg.routes = append(s.cfg.routes, zoneRoute{zone: zone, addrs: addrs})
+				for _, zone := range zones {
+					if zone == "." {
+						return nil, kd, c.Errf("route: the root zone is the default route; use 'default' or 'resolv'")
+					}
+					if slices.ContainsFunc(s.cfg.routes, func(r zoneRoute) bool { return r.zone == zone }) {
+						return nil, kd, c.Errf("route: zone %s is routed twice", zone)
+					}
+					s.cfg.routes = append(s.cfg.routes, zoneRoute{zone: zone, addrs: addrs})
+				}
 			case "default":
 				args := c.RemainingArgs()
 				if len(args) == 0 {

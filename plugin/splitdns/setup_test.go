@@ -60,6 +60,14 @@ func TestSetupParse(t *testing.T) {
 			route . 10.0.0.1
 		}`, nil, "root zone is the default route"},
 		{`splitdns {
+			route 10.0.0.0/8 10.0.0.1
+			route 172.16.0.0/12 10.0.0.1
+		}`, nil, ""},
+		{`splitdns {
+			route 10.0.0.0/8 10.0.0.1
+			route 10.in-addr.arpa 10.0.0.2
+		}`, nil, "zone 10.in-addr.arpa. is routed twice"},
+		{`splitdns {
 			route a.corp 10.0.0.1
 			route A.corp. 10.0.0.2
 		}`, nil, "routed twice"},
@@ -131,5 +139,24 @@ func TestWildcardBindRefusesLocalAddresses(t *testing.T) {
 	}
 	if err := l.self("127.0.0.1:54"); err != nil {
 		t.Errorf("other port refused: %v", err)
+	}
+}
+
+func TestRouteForACIDRCoversItsReverseZones(t *testing.T) {
+	c := caddy.NewTestController("dns", `splitdns {
+		route 172.16.0.0/12 10.0.0.1
+	}`)
+	s, kd, err := parseSplitDNS(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := s.build(kd)
+	for _, name := range []string{"1.0.16.172.in-addr.arpa.", "9.9.31.172.in-addr.arpa."} {
+		if r := tbl.lookup(name); r == nil || r.source != "route" {
+			t.Errorf("%s is not routed", name)
+		}
+	}
+	if r := tbl.lookup("1.0.32.172.in-addr.arpa."); r != nil {
+		t.Errorf("172.32.0.1 is outside 172.16.0.0/12 but routed to %s", r.zone)
 	}
 }
