@@ -24,92 +24,23 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 	k := harness.SharedKube(t)
 	root := harness.ModuleRoot(t)
 
-	objs := kustomize(t, k, root, "deploy/multicluster/overlays/eu")
-	applyAsUsers(t, k, objs)
-	var shipped string
-	env := map[string]string{}
-	for _, o := range objs {
-		switch {
-		case o.GetKind() == "ConfigMap" && o.GetName() == "fleetdns-gslb":
-			shipped = stringField(t, o, "data", "Corefile")
-		case o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "fleetdns-cluster"):
-			for key, v := range o.Object["data"].(map[string]any) {
-				env[key] = v.(string)
-			}
-		}
-	}
-	if shipped == "" || env["FLEETDNS_GEOTAG"] != "eu" {
-		t.Fatalf("overlay eu rendered no Corefile or no geo tag: env %v", env)
-	}
-	// Authoritative only, and no cache in front of geo answers.
-	noDirective(t, shipped, "forward", "splitdns", "cache", "kubeconfig")
-	mustLines(t, shipped, "any", "localtargets gslb.example.com", "gslb gslb.example.com {", "k8scrd gslb.example.com {")
-
 	// The three addresses of the example that cannot exist here (the parent's
 	// server and the two clusters' load balancers) become loopback addresses.
-	euIP, usIP, parentIP := harness.NewIP(t), harness.NewIP(t), harness.NewIP(t)
-	const noSuchAddr = "the example's public address cannot exist on the test machine: a loopback address stands in"
-
-	// The parent zone example.com, with the shipped delegation.
-	delegation, err := os.ReadFile(filepath.Join(root, "deploy/multicluster/parent/delegation.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	parentDir := t.TempDir()
-	parentData := substitute(t, string(delegation),
-		substitution{"203.0.113.10", euIP, noSuchAddr},
-		substitution{"198.51.100.10", usIP, noSuchAddr})
-	if err := os.WriteFile(filepath.Join(parentDir, "delegation.yaml"), []byte(parentData), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	harness.StartCoreDNS(t, fmt.Sprintf("example.com:53 {\n    bind %s\n    k8scrd {\n        directory %s\n    }\n}\n", parentIP, parentDir),
-		harness.WithProbe("gslb.example.com.", dns.TypeNS))
+	euIP, usIP := harness.NewIP(t), harness.NewIP(t)
+	parentIP := startParent(t, root, euIP, usIP)
 
 	// Cluster us: answers localtargets-<host> with its targets, as any
 	// fleetdns or k8gb cluster does.
 	startUpstreams(t, &upstream{zone: "gslb.example.com", answer: "198.51.100.80", ips: []string{usIP}})
 
-	if env["FLEETDNS_PARENT_NS"] != "192.0.2.53" {
-		t.Fatalf("overlay eu: FLEETDNS_PARENT_NS = %q; the substitution below expects 192.0.2.53", env["FLEETDNS_PARENT_NS"])
-	}
-	env["FLEETDNS_PARENT_NS"] = parentIP
-	t.Logf("substituted FLEETDNS_PARENT_NS 192.0.2.53 -> %s: %s", parentIP, noSuchAddr)
-
-	hp, rp, mp := harness.FreePort(t, euIP), harness.FreePort(t, euIP), harness.FreePort(t, euIP)
-	const ports = "fixed ports on every interface would collide with the other tests on this machine"
-	cf := substitute(t, shipped,
-		substitution{"gslb.example.com:53 {", "gslb.example.com:53 {\n    bind " + euIP, "the load balancer's address: " + noSuchAddr},
-		substitution{"health {", "health " + fmtAddr(euIP, hp) + " {", ports},
-		substitution{"\n    ready\n", "\n    ready " + fmtAddr(euIP, rp) + "\n", ports},
-		substitution{"prometheus :9153", "prometheus " + fmtAddr(euIP, mp), ports},
-	)
-	var envList []string
-	for key, v := range env {
-		envList = append(envList, key+"="+v)
-	}
-	p := startInCluster(t, k, "fleetdns", "fleetdns-gslb", cf, envList...)
-	readyURL := "http://" + fmtAddr(euIP, rp) + "/ready"
-	if err := waitHTTP(p, readyURL, 60*time.Second); err != nil {
-		t.Fatalf("never ready: %v\n%s", err, p.Log())
-	}
-	addr := euIP + ":53"
-
+	eu := startGSLBCluster(t, k, root, "eu", euIP, parentIP)
+	addr, p := eu.addr, eu.p
 	ask := func(name string, qtype uint16) *dns.Msg {
 		return harness.Exchange(t, addr, name, qtype, harness.NoRD, harness.Timeout(5*time.Second))
 	}
-	eventually := func(name string, want []string) []string {
-		var got []string
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			got = harness.Targets(ask(name, dns.TypeA), dns.TypeA)
-			if strings.Join(got, " ") == strings.Join(want, " ") {
-				break
-			}
-		}
-		return got
-	}
 
 	// failover, primary eu,us (overlays/eu/app.yaml): eu has targets.
-	if got := eventually("app.gslb.example.com.", []string{"203.0.113.80", "203.0.113.81"}); strings.Join(got, " ") != "203.0.113.80 203.0.113.81" {
+	if got := eventuallyA(t, addr, "app.gslb.example.com.", "203.0.113.80 203.0.113.81"); got != "203.0.113.80 203.0.113.81" {
 		t.Errorf("app.gslb.example.com A = %v, want eu's targets (failover, eu first)", got)
 	}
 	if got := harness.Targets(ask("localtargets-app.gslb.example.com.", dns.TypeA), dns.TypeA); strings.Join(got, " ") != "203.0.113.80 203.0.113.81" {
@@ -118,9 +49,8 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 
 	// eu keeps the declaration but loses its targets: the answer comes from
 	// us, the peer found through the parent's delegation.
-	k.Kubectl(t, "-n", "fleetdns", "patch", "dnsendpoint", "app", "--type=json",
-		`-p=[{"op":"replace","path":"/spec/endpoints/0/targets","value":[]}]`)
-	if got := eventually("app.gslb.example.com.", []string{"198.51.100.80"}); strings.Join(got, " ") != "198.51.100.80" {
+	clearTargets(t, k)
+	if got := eventuallyA(t, addr, "app.gslb.example.com.", "198.51.100.80"); got != "198.51.100.80" {
 		t.Errorf("app.gslb.example.com A with no eu targets = %v, want us's 198.51.100.80 (peer from the delegation)\n%s", got, p.Log())
 	}
 
@@ -145,7 +75,7 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 		t.Errorf("_gslb-explain.app.gslb.example.com TXT from loopback: %v, want an explain record", r.Answer)
 	}
 
-	metrics := httpGet(t, "http://"+fmtAddr(euIP, mp)+"/metrics")
+	metrics := httpGet(t, eu.metricsURL)
 	for _, m := range []string{`coredns_gslb_parent_link{geotag="eu",zone="gslb.example.com."} 1`, `coredns_gslb_discovered_peers{zone="gslb.example.com."} 1`} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("metrics lack %s", m)
@@ -154,6 +84,155 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 	if strings.Contains(p.Log(), "orbidden") {
 		t.Errorf("permission errors with the shipped fleetdns:gslb ClusterRole:\n%s", p.Log())
 	}
+}
+
+// TestGSLBTwoClustersFromTheOverlays runs both clusters of the example, each
+// with its own API server holding its own overlay's objects, its own
+// ServiceAccount token and its own environment, under one parent: both find
+// each other through the delegation and give every client the same answer.
+func TestGSLBTwoClustersFromTheOverlays(t *testing.T) {
+	root := harness.ModuleRoot(t)
+	kEU := harness.SharedKube(t)
+	kUS := harness.StartKube(t) // cluster us has an API server of its own
+	euIP, usIP := harness.NewIP(t), harness.NewIP(t)
+	parentIP := startParent(t, root, euIP, usIP)
+	eu := startGSLBCluster(t, kEU, root, "eu", euIP, parentIP)
+	us := startGSLBCluster(t, kUS, root, "us", usIP, parentIP)
+
+	// failover, primary eu,us: both clusters answer eu's targets.
+	for _, c := range []*gslbCluster{eu, us} {
+		if got := eventuallyA(t, c.addr, "app.gslb.example.com.", "203.0.113.80 203.0.113.81"); got != "203.0.113.80 203.0.113.81" {
+			t.Errorf("cluster %s: app.gslb.example.com A = %q, want eu's targets\n%s", c.tag, got, c.p.Log())
+		}
+	}
+	if got := eventuallyA(t, us.addr, "localtargets-app.gslb.example.com.", "198.51.100.80 198.51.100.81"); got != "198.51.100.80 198.51.100.81" {
+		t.Errorf("cluster us: localtargets-app = %q, want its own targets", got)
+	}
+	// eu loses its targets (in eu's API server only): both fail over to us,
+	// us once it has refreshed eu's answer: the shipped Corefile keeps gslb's
+	// default refresh of 30 s (and eu's answer has TTL 30), so within 30 s
+	// plus a margin for a loaded machine.
+	clearTargets(t, kEU)
+	changed := time.Now()
+	for _, c := range []*gslbCluster{eu, us} {
+		if got := eventuallyA(t, c.addr, "app.gslb.example.com.", "198.51.100.80 198.51.100.81", 45*time.Second); got != "198.51.100.80 198.51.100.81" {
+			t.Errorf("cluster %s after eu lost its targets: app.gslb.example.com A = %q, want us's targets\n%s", c.tag, got, c.p.Log())
+		} else {
+			t.Logf("cluster %s answers us's targets %v after eu's change", c.tag, time.Since(changed).Round(10*time.Millisecond))
+		}
+	}
+	for _, c := range []*gslbCluster{eu, us} {
+		m := httpGet(t, c.metricsURL)
+		if want := `coredns_gslb_parent_link{geotag="` + c.tag + `",zone="gslb.example.com."} 1`; !strings.Contains(m, want) {
+			t.Errorf("cluster %s: metrics lack %s", c.tag, want)
+		}
+	}
+}
+
+// startParent serves the parent zone example.com with the shipped delegation
+// (deploy/multicluster/parent/delegation.yaml) from k8scrd, the glue
+// pointing at the two clusters' loopback addresses, and returns its address.
+func startParent(t *testing.T, root, euIP, usIP string) string {
+	t.Helper()
+	const noSuchAddr = "the example's public address cannot exist on the test machine: a loopback address stands in"
+	delegation, err := os.ReadFile(filepath.Join(root, "deploy/multicluster/parent/delegation.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	data := substitute(t, string(delegation),
+		substitution{"203.0.113.10", euIP, noSuchAddr},
+		substitution{"198.51.100.10", usIP, noSuchAddr})
+	if err := os.WriteFile(filepath.Join(dir, "delegation.yaml"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ip := harness.NewIP(t)
+	harness.StartCoreDNS(t, fmt.Sprintf("example.com:53 {\n    bind %s\n    k8scrd {\n        directory %s\n    }\n}\n", ip, dir),
+		harness.WithProbe("gslb.example.com.", dns.TypeNS))
+	return ip
+}
+
+type gslbCluster struct {
+	tag, addr, metricsURL string
+	p                     *harness.Process
+}
+
+// startGSLBCluster applies overlay tag to k and runs its GSLB Corefile as the
+// Deployment would: the overlay's generated environment, ServiceAccount
+// fleetdns-gslb's credentials, listening on ip; the parent is parentIP.
+func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP string) *gslbCluster {
+	t.Helper()
+	objs := kustomize(t, k, root, "deploy/multicluster/overlays/"+tag)
+	// --force-conflicts: an earlier test may have edited the app's targets
+	// with kubectl patch; the overlay is the truth again.
+	applyAsUsers(t, k, objs, "--force-conflicts")
+	var shipped string
+	env := map[string]string{}
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "ConfigMap" && o.GetName() == "fleetdns-gslb":
+			shipped = stringField(t, o, "data", "Corefile")
+		case o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "fleetdns-cluster"):
+			for key, v := range o.Object["data"].(map[string]any) {
+				env[key] = v.(string)
+			}
+		}
+	}
+	if shipped == "" || env["FLEETDNS_GEOTAG"] != tag {
+		t.Fatalf("overlay %s rendered no Corefile or another geo tag: env %v", tag, env)
+	}
+	// Authoritative only, and no cache in front of geo answers.
+	noDirective(t, shipped, "forward", "splitdns", "cache", "kubeconfig")
+	mustLines(t, shipped, "any", "localtargets gslb.example.com", "gslb gslb.example.com {", "k8scrd gslb.example.com {")
+
+	if env["FLEETDNS_PARENT_NS"] != "192.0.2.53" {
+		t.Fatalf("overlay %s: FLEETDNS_PARENT_NS = %q; the substitution below expects 192.0.2.53", tag, env["FLEETDNS_PARENT_NS"])
+	}
+	env["FLEETDNS_PARENT_NS"] = parentIP
+	t.Logf("cluster %s: substituted FLEETDNS_PARENT_NS 192.0.2.53 -> %s: the parent's server cannot exist on the test machine", tag, parentIP)
+
+	hp, rp, mp := harness.FreePort(t, ip), harness.FreePort(t, ip), harness.FreePort(t, ip)
+	const ports = "fixed ports on every interface would collide with the other tests on this machine"
+	cf := substitute(t, shipped,
+		substitution{"gslb.example.com:53 {", "gslb.example.com:53 {\n    bind " + ip, "the load balancer's public address cannot exist on the test machine: a loopback address stands in"},
+		substitution{"health {", "health " + fmtAddr(ip, hp) + " {", ports},
+		substitution{"\n    ready\n", "\n    ready " + fmtAddr(ip, rp) + "\n", ports},
+		substitution{"prometheus :9153", "prometheus " + fmtAddr(ip, mp), ports},
+	)
+	var envList []string
+	for key, v := range env {
+		envList = append(envList, key+"="+v)
+	}
+	p := startInCluster(t, k, "fleetdns", "fleetdns-gslb", cf, envList...)
+	if err := waitHTTP(p, "http://"+fmtAddr(ip, rp)+"/ready", 60*time.Second); err != nil {
+		t.Fatalf("cluster %s never ready: %v\n%s", tag, err, p.Log())
+	}
+	return &gslbCluster{tag: tag, addr: ip + ":53", metricsURL: "http://" + fmtAddr(ip, mp) + "/metrics", p: p}
+}
+
+// eventuallyA asks name A until the sorted answer is want (within, 15 s by
+// default) and returns the last answer, space-separated.
+func eventuallyA(t *testing.T, addr, name, want string, within ...time.Duration) string {
+	t.Helper()
+	wait := 15 * time.Second
+	if len(within) > 0 {
+		wait = within[0]
+	}
+	var got string
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		r := harness.Exchange(t, addr, name, dns.TypeA, harness.NoRD, harness.Timeout(5*time.Second))
+		if got = strings.Join(harness.Targets(r, dns.TypeA), " "); got == want {
+			break
+		}
+	}
+	return got
+}
+
+// clearTargets keeps app.gslb.example.com declared in k but with no targets.
+func clearTargets(t *testing.T, k *harness.Kube) {
+	t.Helper()
+	k.Kubectl(t, "-n", "fleetdns", "patch", "dnsendpoint", "app", "--type=json",
+		`-p=[{"op":"replace","path":"/spec/endpoints/0/targets","value":[]}]`)
 }
 
 func stringField(t *testing.T, o *unstructured.Unstructured, fields ...string) string {
