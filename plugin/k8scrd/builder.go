@@ -41,7 +41,7 @@ type builder struct {
 
 	// owned by run
 	objects  map[string]*object
-	byName   map[string]map[string]*object // name -> object key -> object
+	byName   map[string][]*object // name -> the objects that declare it (usually one)
 	skipped  map[string]int                // tenancy-skipped endpoints per name
 	conflict map[string]int                // CNAMEs skipped beside other data per name
 }
@@ -50,7 +50,7 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 	b := &builder{
 		cfg: cfg, snap: snap, delay: 20 * time.Millisecond,
 		pending: make(map[string]change), wake: make(chan struct{}, 1),
-		objects: make(map[string]*object), byName: make(map[string]map[string]*object),
+		objects: make(map[string]*object), byName: make(map[string][]*object),
 		skipped: make(map[string]int), conflict: make(map[string]int),
 	}
 	now := time.Now
@@ -191,9 +191,11 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 		if old := b.objects[key]; old != nil {
 			for name := range old.names {
 				names[name] = true
-				delete(b.byName[name], key)
-				if len(b.byName[name]) == 0 {
+				objs := slices.DeleteFunc(b.byName[name], func(o *object) bool { return o.key == key })
+				if len(objs) == 0 {
 					delete(b.byName, name)
+				} else {
+					b.byName[name] = objs
 				}
 			}
 			delete(b.objects, key)
@@ -202,12 +204,7 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 			b.objects[key] = c.obj
 			for name := range c.obj.names {
 				names[name] = true
-				m := b.byName[name]
-				if m == nil {
-					m = make(map[string]*object, 1)
-					b.byName[name] = m
-				}
-				m[key] = c.obj
+				b.byName[name] = append(b.byName[name], c.obj)
 			}
 		}
 	}
@@ -303,10 +300,7 @@ func (b *builder) merge(name, zone string) *node {
 		b.count(name, 0, 0)
 		return nil
 	}
-	objs := make([]*object, 0, len(contrib))
-	for _, o := range contrib {
-		objs = append(objs, o)
-	}
+	objs := slices.Clone(contrib)
 	// Store order: the oldest object first, then namespace/name, then key.
 	slices.SortFunc(objs, func(x, y *object) int {
 		if c := x.created.Compare(y.created); c != 0 {

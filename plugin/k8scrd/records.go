@@ -33,7 +33,6 @@ type rrEndpoint struct {
 	ttl    uint32
 	ttlSet bool
 	rrs    []dns.RR // at the endpoint's TTL; the merged RRset may lower it
-	addrs  []netip.Addr
 	props  endpoint.ProviderSpecific
 	labels endpoint.Labels
 }
@@ -115,12 +114,9 @@ func convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32) (string, 
 	}
 	hdr := dns.RR_Header{Name: name, Rrtype: rtype, Class: dns.ClassINET, Ttl: e.ttl}
 	for _, t := range ep.Targets {
-		rr, addr, err := target(hdr, t)
+		rr, _, err := target(hdr, t)
 		if err != nil {
 			return "", nil, reasonTarget, err
-		}
-		if addr.IsValid() {
-			e.addrs = append(e.addrs, addr)
 		}
 		e.rrs = append(e.rrs, rr)
 	}
