@@ -42,8 +42,8 @@ type builder struct {
 	// owned by run
 	objects  map[string]*object
 	byName   map[string][]*object // name -> the objects that declare it (usually one)
-	skipped  map[string]int                // tenancy-skipped endpoints per name
-	conflict map[string]int                // CNAMEs skipped beside other data per name
+	skipped  map[string]int       // tenancy-skipped endpoints per name
+	conflict map[string]int       // CNAMEs skipped beside other data per name
 }
 
 func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
