@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -34,23 +34,6 @@ func envInt(name string, def int) int {
 }
 
 const plainZone = "plain.example.net"
-
-var reQPS = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
-var reLost = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
-var reDone = regexp.MustCompile(`Queries completed:\s+([0-9]+)`)
-
-// cpuTicks is a process's user+system CPU time in clock ticks (1/100 s).
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s, nil
-}
 
 // TestBenchmarkGSLBAgainstK8scrd measures, on one server in one run, the
 // steady-state queries per second of a gslb host with two peers against a
@@ -99,12 +82,9 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 			slices.Reverse(order)
 		}
 		for _, name := range order {
-			argv := []string{dnsperf, "-s", eu.ip, "-p", "53", "-d", files[name], "-l", strconv.Itoa(seconds),
-				"-c", strconv.Itoa(clientsN), "-T", "1", "-t", "2"}
-			if loadCPU != "" {
-				argv = append([]string{"taskset", "-c", loadCPU}, argv...)
-			}
-			before, err := cpuTicks(eu.srv.Pid())
+			argv := benchkit.Pinned(loadCPU, dnsperf, "-s", eu.ip, "-p", "53", "-d", files[name], "-l", strconv.Itoa(seconds),
+				"-c", strconv.Itoa(clientsN), "-T", "1", "-t", "2")
+			before, err := benchkit.CPUTicks(eu.srv.Pid())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,24 +92,16 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 			if err != nil {
 				t.Fatalf("dnsperf: %v\n%s", err, out)
 			}
-			after, _ := cpuTicks(eu.srv.Pid())
-			done := 0.0
-			if d := reDone.FindSubmatch(out); d != nil {
-				done, _ = strconv.ParseFloat(string(d[1]), 64)
-			}
-			if done == 0 {
+			after, _ := benchkit.CPUTicks(eu.srv.Pid())
+			p := benchkit.ParseDNSPerf(out)
+			if p.Completed == 0 {
 				t.Fatalf("dnsperf completed no query:\n%s", out)
 			}
-			usPerQ[name] = append(usPerQ[name], float64(after-before)*1e4/done)
-			m := reQPS.FindSubmatch(out)
-			if m == nil {
+			usPerQ[name] = append(usPerQ[name], p.USPerQuery(after-before))
+			if p.QPS == 0 {
 				t.Fatalf("dnsperf output without QPS:\n%s", out)
 			}
-			q, _ := strconv.ParseFloat(string(m[1]), 64)
-			lost := "?"
-			if l := reLost.FindSubmatch(out); l != nil {
-				lost = string(l[1])
-			}
+			q, lost := p.QPS, fmt.Sprintf("%.0f", p.Lost)
 			t.Logf("round %d %-6s %8.0f q/s (lost %s), server CPU %.1f us/query", r+1, name, q, lost, usPerQ[name][len(usPerQ[name])-1])
 			qps[name] = append(qps[name], q)
 		}
@@ -141,7 +113,7 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 		paired = append(paired, qps["gslb"][r]/qps["k8scrd"][r])
 		pairedCPU = append(pairedCPU, usPerQ["k8scrd"][r]/usPerQ["gslb"][r])
 	}
-	ratio := median(paired)
+	ratio := benchkit.Median(paired)
 
 	// Latency while one peer (ap) is stopped: 4 clients in a loop on the
 	// gslb hosts, before the stop, until detection, and after it.
@@ -157,10 +129,10 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 	for _, name := range []string{"gslb", "k8scrd"} {
 		lo, hi := slices.Min(qps[name]), slices.Max(qps[name])
 		fmt.Fprintf(&b, "| %s (%s) | %.0f (%.0f-%.0f) | %.1f |\n", name, map[string]string{"gslb": hostRR, "k8scrd": "www." + plainZone}[name],
-			median(qps[name]), lo, hi, median(usPerQ[name]))
+			benchkit.Median(qps[name]), lo, hi, benchkit.Median(usPerQ[name]))
 	}
 	fmt.Fprintf(&b, "\nRatio gslb / k8scrd, median of the rounds' paired ratios: **%.2f** in q/s (rounds %s), **%.2f** in server CPU per query (k8scrd us/q / gslb us/q); goal >= 0.80\n\n",
-		ratio, fmtList(paired), median(pairedCPU))
+		ratio, fmtList(paired), benchkit.Median(pairedCPU))
 	fmt.Fprintf(&b, "Client latency, one peer SIGSTOPped (gslb timeout %v, refresh %v, split_brain_threshold %v; 4 clients, sequential queries):\n\n", peerTimeout, peerRefresh, splitBrain)
 	b.WriteString("| phase | queries | p50 | p99 | max | unanswered |\n|---|---|---|---|---|---|\n")
 	for _, ph := range lat {
@@ -251,25 +223,7 @@ func fmtList(xs []float64) string {
 	return strings.Join(out, ", ")
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
+// pct is the nearest-rank percentile p (0-100) of ls, to 10 us.
 func pct(ls []time.Duration, p int) time.Duration {
-	if len(ls) == 0 {
-		return 0
-	}
-	s := slices.Clone(ls)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	i = min(max(i-1, 0), len(s)-1)
-	return s[i].Round(10 * time.Microsecond)
+	return benchkit.Percentile(ls, p).Round(10 * time.Microsecond)
 }

@@ -31,7 +31,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -39,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 	"github.com/miekg/dns"
 )
 
@@ -58,12 +58,6 @@ var (
 // queryZones is how many zones the query names spread over: names in zones
 // a configuration does not route go to its default (the same upstream).
 const queryZones = 1000
-
-var (
-	reQPS  = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
-	reDone = regexp.MustCompile(`Queries completed:\s+([0-9]+)`)
-	reLost = regexp.MustCompile(`Queries lost:\s+[0-9]+ \(([0-9.]+)%\)`)
-)
 
 // cleanups run at the end of main and on a fatal error, last first: the
 // servers are stopped and the work folder removed either way.
@@ -104,7 +98,10 @@ func main() {
 	}
 	atExit(func() { os.RemoveAll(work) })
 	defer runAtExit()
-	root := moduleRoot()
+	root, err := benchkit.ModuleRoot()
+	if err != nil {
+		fatalf("%v", err)
+	}
 
 	bin := *flagCoreDNS
 	if bin == "" {
@@ -134,13 +131,13 @@ func main() {
 
 	upstream := *flagNet + ".1"
 	up := start(work, "upstream", loadCPU, bare, "-addr", upstream+":53")
-	atExit(func() { stop(up) })
+	atExit(func() { benchkit.Stop(up) })
 	waitAnswer(work, "upstream", upstream)
 
 	var servers []*server
 	atExit(func() {
 		for _, s := range servers {
-			stop(s.cmd)
+			benchkit.Stop(s.cmd)
 		}
 	})
 	next := 2
@@ -192,7 +189,7 @@ func main() {
 	}
 	scalings := []*scaling{{kind: "splitdns"}, {kind: "dnsdist"}}
 
-	loads := []string{loadavg()}
+	loads := []string{benchkit.Loadavg()}
 	for round := range *flagRounds {
 		got := map[string]float64{}
 		for i := range pairs {
@@ -205,7 +202,7 @@ func main() {
 				q, us, lost := dnsperf(s, queries, loadCPU, *flagSeconds)
 				s.qps, s.usPerQ, s.lost = append(s.qps, q), append(s.usPerQ, us), append(s.lost, lost)
 				got[s.name] = q
-				log.Printf("round %d %-14s %8.0f q/s %6.1f us CPU/query lost %.2f%% (load %s)", round+1, s.name, q, us, lost, loadavg())
+				log.Printf("round %d %-14s %8.0f q/s %6.1f us CPU/query lost %.2f%% (load %s)", round+1, s.name, q, us, lost, benchkit.Loadavg())
 			}
 			p.ratios = append(p.ratios, p.a.qps[round]/p.b.qps[round])
 			p.cpu = append(p.cpu, p.b.usPerQ[round]/p.a.usPerQ[round])
@@ -215,7 +212,7 @@ func main() {
 				sc.ratios = append(sc.ratios, got[fmt.Sprintf("%s-%d", sc.kind, hi)]/got[fmt.Sprintf("%s-%d", sc.kind, lo)])
 			}
 		}
-		loads = append(loads, loadavg())
+		loads = append(loads, benchkit.Loadavg())
 	}
 
 	var b strings.Builder
@@ -232,7 +229,7 @@ func main() {
 	}
 	b.WriteString("\n| ratio | per-round median (min-max) | CPU/query inverse ratio, median |\n|---|---|---|\n")
 	for _, p := range pairs {
-		fmt.Fprintf(&b, "| q/s %s / %s | %s | %.2f |\n", p.a.name, p.b.name, statf(p.ratios, "%.2f"), median(p.cpu))
+		fmt.Fprintf(&b, "| q/s %s / %s | %s | %.2f |\n", p.a.name, p.b.name, statf(p.ratios, "%.2f"), benchkit.Median(p.cpu))
 	}
 	if hi > lo {
 		for _, sc := range scalings {
@@ -336,69 +333,32 @@ func waitAnswer(dir, name, ip string) {
 // dnsperf runs one load run against s and returns q/s, the server's CPU
 // microseconds per completed query and the lost percentage.
 func dnsperf(s *server, queries, cpu string, seconds int) (qps, usPerQ, lost float64) {
-	argv := []string{"dnsperf", "-s", s.ip, "-d", queries, "-l", strconv.Itoa(seconds),
-		"-c", strconv.Itoa(*flagClients), "-q", strconv.Itoa(*flagOutstanding), "-T", "1", "-t", "2"}
-	if cpu != "" {
-		argv = append([]string{"taskset", "-c", cpu}, argv...)
-	}
+	argv := benchkit.Pinned(cpu, "dnsperf", "-s", s.ip, "-d", queries, "-l", strconv.Itoa(seconds),
+		"-c", strconv.Itoa(*flagClients), "-q", strconv.Itoa(*flagOutstanding), "-T", "1", "-t", "2")
 	before := cpuTicks(s.cmd.Process.Pid)
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
 		fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
 	}
 	after := cpuTicks(s.cmd.Process.Pid)
-	qps, done, lost := parse(reQPS, out), parse(reDone, out), parse(reLost, out)
-	if qps == 0 || done == 0 {
+	p := benchkit.ParseDNSPerf(out)
+	if p.QPS == 0 || p.Completed == 0 {
 		fatalf("%s: dnsperf completed nothing:\n%s", s.name, out)
 	}
-	return qps, float64(after-before) * 1e4 / done, lost // a tick is 10 ms = 1e4 us
+	return p.QPS, p.USPerQuery(after - before), p.LostPct
 }
 
 // cpuTicks is user+system time of pid (all its threads) in clock ticks.
 func cpuTicks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	t, err := benchkit.CPUTicks(pid)
 	if err != nil {
 		fatalf("%v", err)
 	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
-}
-
-func parse(re *regexp.Regexp, out []byte) float64 {
-	m := re.FindSubmatch(out)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return v
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return t
 }
 
 // statf is "median (min-max)" with format for each number.
-func statf(v []float64, format string) string {
-	return fmt.Sprintf(format+" ("+format+"-"+format+")", median(v), slices.Min(v), slices.Max(v))
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
-}
+func statf(v []float64, format string) string { return benchkit.StatOf(v).Format(format) }
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -410,37 +370,15 @@ func firstLine(s string) string {
 // start runs argv (pinned to cpu when set) in its own process group, its
 // output in dir/name.log. taskset execs the program: the pid is its own.
 func start(dir, name, cpu, bin string, args ...string) *exec.Cmd {
-	argv := append([]string{bin}, args...)
-	if cpu != "" {
-		argv = append([]string{"taskset", "-c", cpu}, argv...)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	lf, err := os.Create(filepath.Join(dir, name+".log"))
+	cmd, _, err := benchkit.Command(dir, filepath.Join(dir, name+".log"), cpu, append([]string{bin}, args...)...)
 	if err != nil {
 		fatalf("%v", err)
 	}
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		fatalf("%s: %v", name, err)
 	}
 	return cmd
-}
-
-func stop(cmd *exec.Cmd) {
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
 }
 
 func writeFile(path, content string) {
@@ -450,19 +388,9 @@ func writeFile(path, content string) {
 }
 
 func build(root, out, pkg string) {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	cmd := benchkit.BuildCmd(root, out, pkg)
+	cmd.Env = append(cmd.Env, "GOTOOLCHAIN=local")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
-}
-
-func moduleRoot() string {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	gomod := strings.TrimSpace(string(out))
-	if err != nil || gomod == "" || gomod == os.DevNull {
-		fatalf("run from inside the fleetdns module")
-	}
-	return filepath.Dir(gomod)
 }

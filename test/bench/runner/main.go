@@ -17,12 +17,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 )
 
 var (
@@ -43,17 +43,13 @@ type result struct {
 	latencyMs float64
 }
 
-var (
-	reQPS     = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
-	reDone    = regexp.MustCompile(`Queries completed:\s+([0-9]+)`)
-	reLost    = regexp.MustCompile(`Queries lost:\s+[0-9]+ \(([0-9.]+)%\)`)
-	reLatency = regexp.MustCompile(`Average Latency \(s\):\s+([0-9.]+)`)
-)
-
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
-	root := moduleRoot()
+	root, err := benchkit.ModuleRoot()
+	if err != nil {
+		log.Fatal(err)
+	}
 	work, err := os.MkdirTemp("", "fleetdns-bench-")
 	if err != nil {
 		log.Fatal(err)
@@ -158,7 +154,8 @@ func main() {
 				continue
 			}
 			med := median(rs, func(r result) float64 { return r.qps })
-			lo, hi := minmax(rs, func(r result) float64 { return r.qps })
+			qs := benchkit.StatOf(column(rs, func(r result) float64 { return r.qps }))
+			lo, hi := qs.Min, qs.Max
 			ratio, cpuRatio := "-", "-"
 			if ks := results[key{"k8scrd", q.name}]; base > 0 && s.Name != "k8scrd" && len(ks) == len(rs) {
 				var qr, cr []float64
@@ -168,9 +165,9 @@ func main() {
 						cr = append(cr, rs[i].usPerQ/ks[i].usPerQ)
 					}
 				}
-				ratio = fmt.Sprintf("%.2f", medianOf(qr))
+				ratio = fmt.Sprintf("%.2f", benchkit.Median(qr))
 				if len(cr) > 0 {
-					cpuRatio = fmt.Sprintf("%.2f", medianOf(cr))
+					cpuRatio = fmt.Sprintf("%.2f", benchkit.Median(cr))
 				}
 			}
 			fmt.Fprintf(&b, "| %s | %.0f (%.0f-%.0f) | %s | %s | %.1f | %.2f%% | %v | %d |\n", s.Name, med, lo, hi, ratio, cpuRatio,
@@ -195,11 +192,8 @@ func runDNSPerf(s *server, queries, cpus string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	argv := []string{"dnsperf", "-s", s.Addr, "-p", strconv.Itoa(s.Port), "-d", queries,
-		"-l", strconv.Itoa(*flagSeconds), "-c", strconv.Itoa(*flagClients), "-T", "1", "-t", "2"}
-	if cpus != "" {
-		argv = append([]string{"taskset", "-c", cpus}, argv...)
-	}
+	argv := benchkit.Pinned(cpus, "dnsperf", "-s", s.Addr, "-p", strconv.Itoa(s.Port), "-d", queries,
+		"-l", strconv.Itoa(*flagSeconds), "-c", strconv.Itoa(*flagClients), "-T", "1", "-t", "2")
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
 		return result{}, fmt.Errorf("dnsperf: %v\n%s", err, out)
@@ -208,76 +202,29 @@ func runDNSPerf(s *server, queries, cpus string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	var res result
-	res.qps = parseFloat(reQPS, out)
-	done := parseFloat(reDone, out)
-	res.lost = parseFloat(reLost, out) / 100
-	res.latencyMs = parseFloat(reLatency, out) * 1000
-	if done > 0 {
-		res.usPerQ = float64(after-before) * 10000 / done // 1 tick = 10 ms = 10000 us
-	}
+	p := benchkit.ParseDNSPerf(out)
+	res := result{qps: p.QPS, usPerQ: p.USPerQuery(after - before), lost: p.LostPct / 100, latencyMs: p.AvgLatency * 1000}
 	if res.qps == 0 {
 		return res, fmt.Errorf("no rate in dnsperf output:\n%s", out)
 	}
 	return res, nil
 }
 
-func parseFloat(re *regexp.Regexp, out []byte) float64 {
-	m := re.FindSubmatch(out)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return v
-}
-
-func median(rs []result, f func(result) float64) float64 {
+// column is f of every result.
+func column(rs []result, f func(result) float64) []float64 {
 	v := make([]float64, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)
 	}
-	return medianOf(v)
+	return v
 }
 
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	v = append([]float64(nil), v...)
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
-func minmax(rs []result, f func(result) float64) (lo, hi float64) {
-	for i, r := range rs {
-		v := f(r)
-		if i == 0 || v < lo {
-			lo = v
-		}
-		if i == 0 || v > hi {
-			hi = v
-		}
-	}
-	return lo, hi
-}
+func median(rs []result, f func(result) float64) float64 { return benchkit.Median(column(rs, f)) }
 
 func build(root, out, pkg string) {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd := benchkit.BuildCmd(root, out, pkg, "-ldflags", "-s -w")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		log.Fatalf("go build %s: %v", pkg, err)
 	}
-}
-
-func moduleRoot() string {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
-		log.Fatal("run from inside the fleetdns module")
-	}
-	return filepath.Dir(strings.TrimSpace(string(out)))
 }

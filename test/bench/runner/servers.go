@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 	"github.com/miekg/dns"
 )
 
@@ -30,18 +30,12 @@ func (s *server) hostport() string { return fmt.Sprintf("%s:%d", s.Addr, s.Port)
 
 // start runs argv pinned to the server CPU set and waits until it answers.
 func (s *server) start(dir string, cpus string, argv ...string) error {
-	if cpus != "" {
-		argv = append([]string{"taskset", "-c", cpus}, argv...)
-	}
-	lf, err := os.Create(filepath.Join(dir, s.Name+".log"))
+	cmd, lf, err := benchkit.Command(dir, filepath.Join(dir, s.Name+".log"), cpus, argv...)
 	if err != nil {
 		return err
 	}
 	s.log = lf
-	s.cmd = exec.Command(argv[0], argv[1:]...)
-	s.cmd.Stdout, s.cmd.Stderr = lf, lf
-	s.cmd.Dir = dir
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.cmd = cmd
 	s.started = time.Now()
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("%s: %v", s.Name, err)
@@ -63,17 +57,7 @@ func (s *server) start(dir string, cpus string, argv ...string) error {
 }
 
 func (s *server) stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { s.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	}
+	benchkit.Stop(s.cmd)
 	if s.log != nil {
 		s.log.Close()
 	}
@@ -86,33 +70,7 @@ func (s *server) pid() int { return s.cmd.Process.Pid }
 // cpuTicks is user+system time, in clock ticks (USER_HZ=100), of every
 // process in the server's process group: NSD and Knot answer from forked
 // children or threads, which the parent's own counters would miss.
-func (s *server) cpuTicks() (int64, error) {
-	pgid := s.pid()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised command name: state is f[0], pgrp
-		// f[2], utime f[11], stime f[12].
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-		if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		total += u + st
-	}
-	return total, nil
-}
+func (s *server) cpuTicks() (int64, error) { return benchkit.GroupCPUTicks(s.pid()) }
 
 // rssKiB is the resident set size of the server now.
 func (s *server) rssKiB() int64 {

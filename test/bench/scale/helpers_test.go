@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 )
@@ -297,18 +297,12 @@ func checkServes(t *testing.T, s *server, d *dataset) {
 // cpuTicks is the user+system time of pid in clock ticks (USER_HZ = 100).
 func cpuTicks(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	n, err := benchkit.CPUTicks(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Fields after the parenthesised command name: utime is f[11], stime f[12].
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
+	return n
 }
-
-const tick = 10 * time.Millisecond
 
 // perf is one dnsperf run against one server.
 type perf struct {
@@ -316,12 +310,6 @@ type perf struct {
 	done      float64
 	usPerQ    float64 // server user+sys CPU microseconds per completed query
 }
-
-var (
-	reQPS  = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
-	reDone = regexp.MustCompile(`Queries completed:\s+([0-9]+)`)
-	reLost = regexp.MustCompile(`Queries lost:\s+[0-9]+ \(([0-9.]+)%\)`)
-)
 
 // dnsperf drives s with the query file for seconds (pinned to cpu when set)
 // and reads the server's CPU time around the run.
@@ -340,48 +328,19 @@ func dnsperf(t *testing.T, s *server, queries, cpu string, seconds int) perf {
 		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
 	}
 	after := cpuTicks(t, s.Pid())
-	var p perf
-	p.qps = parse(reQPS, out)
-	p.done = parse(reDone, out)
-	p.lost = parse(reLost, out)
+	r := benchkit.ParseDNSPerf([]byte(out))
+	p := perf{qps: r.QPS, done: r.Completed, lost: r.LostPct}
 	if p.qps == 0 || p.done == 0 {
 		t.Fatalf("dnsperf answered nothing:\n%s", out)
 	}
-	p.usPerQ = float64(time.Duration(after-before)*tick/time.Microsecond) / p.done
+	p.usPerQ = r.USPerQuery(after - before)
 	return p
 }
 
-func parse(re *regexp.Regexp, out string) float64 {
-	m := re.FindStringSubmatch(out)
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	return v
-}
-
-// stat is a median with its range.
-type stat struct{ med, lo, hi float64 }
-
-func statOf(v []float64) stat {
-	if len(v) == 0 {
-		return stat{}
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return stat{med, s[0], s[len(s)-1]}
-}
-
-// f formats a stat with format for each number: "med (lo-hi)".
-func (s stat) f(format string) string {
-	return fmt.Sprintf(format+" ("+format+"-"+format+")", s.med, s.lo, s.hi)
-}
-
-// percentile is the nearest-rank percentile p (0..1) of ds.
+// percentile is p (0..1) of ds at rank round(p*len(ds)), clamped to
+// 1..len(ds). It rounds where benchkit.Percentile (nearest rank) rounds up,
+// so it stays here: the propagation numbers in BENCHMARKS.md were computed
+// this way.
 func percentile(ds []time.Duration, p float64) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
@@ -389,16 +348,9 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[max(0, min(i, len(s)-1))]
 }
 
-// loadavg is the first field of /proc/loadavg: the machine is shared, so
-// every report says how busy it was.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:3], " ")
-}
+// loadavg is the 1, 5 and 15 minute load averages: the machine is shared,
+// so every report says how busy it was.
+func loadavg() string { return benchkit.Loadavg() }
 
 // report prints a markdown section (go test -v shows it) and appends it to $FLEETDNS_BENCH_OUT.
 func report(t *testing.T, md string) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 )
 
@@ -151,17 +152,17 @@ func TestScale(t *testing.T) {
 				us = append(us, s.usPerQ)
 				lost = max(lost, s.lost)
 			}
-			rs := statOf(rss)
-			rssMed[kk] = rs.med
+			rs := benchkit.StatOf(rss)
+			rssMed[kk] = rs.Med
 			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.2f | %s | %s | %s | %s | %.2f |\n",
-				kind, d.endpoints, statOf(ready).f("%.2f"), rs.f("%.0f"), rs.med*1024/float64(d.endpoints),
-				statOf(qps).f("%.0f"), statOf(ratioQPS[kk]).f("%.2f"), statOf(us).f("%.1f"), statOf(ratioCPU[kk]).f("%.2f"), lost)
+				kind, d.endpoints, benchkit.StatOf(ready).Format("%.2f"), rs.Format("%.0f"), rs.Med*1024/float64(d.endpoints),
+				benchkit.StatOf(qps).Format("%.0f"), benchkit.StatOf(ratioQPS[kk]).Format("%.2f"), benchkit.StatOf(us).Format("%.1f"), benchkit.StatOf(ratioCPU[kk]).Format("%.2f"), lost)
 		}
 	}
 	if control {
 		b.WriteString("\n| endpoints | q/s k8scrd / file, per-round median (min-max) | CPU/query file / k8scrd, per-round median |\n|---:|---|---|\n")
 		for _, n := range sz {
-			fmt.Fprintf(&b, "| %d | %s | %.2f |\n", n, statOf(vsFile[n]).f("%.2f"), statOf(vsFileCPU[n]).med)
+			fmt.Fprintf(&b, "| %d | %s | %.2f |\n", n, benchkit.StatOf(vsFile[n]).Format("%.2f"), benchkit.StatOf(vsFileCPU[n]).Med)
 		}
 	}
 	small, large := sz[0], sz[len(sz)-1]
@@ -173,11 +174,11 @@ func TestScale(t *testing.T) {
 			fmt.Fprintf(&b, "\nMarginal RSS per endpoint between %d and %d endpoints, %s: %.2f KiB.", small, large, kind, marginal)
 		}
 		b.WriteString("\n")
-		qr := statOf(ratioQPS[key{"k8scrd", large}]).med
+		qr := benchkit.StatOf(ratioQPS[key{"k8scrd", large}]).Med
 		ok := qr >= qpsRatioGoal
 		g := fmt.Sprintf("k8scrd q/s at %d / q/s at %d = %.2f (goal >= %.1f: %s", large, small, qr, qpsRatioGoal, met(ok))
 		if control {
-			g += fmt.Sprintf("; the file plugin on the same machine and queries: %.2f", statOf(ratioQPS[key{"file", large}]).med)
+			g += fmt.Sprintf("; the file plugin on the same machine and queries: %.2f", benchkit.StatOf(ratioQPS[key{"file", large}]).Med)
 		}
 		goals = append(goals, g+")")
 		fail = fail || !ok
@@ -187,9 +188,9 @@ func TestScale(t *testing.T) {
 		for _, s := range samples[key{"k8scrd", large}] {
 			ready = append(ready, s.ready.Seconds())
 		}
-		rd := statOf(ready)
-		ok := rd.hi < readyGoal.Seconds()
-		goals = append(goals, fmt.Sprintf("k8scrd with %d endpoints ready in %.1f s at worst (goal < %v: %s)", large, rd.hi, readyGoal, met(ok)))
+		rd := benchkit.StatOf(ready)
+		ok := rd.Max < readyGoal.Seconds()
+		goals = append(goals, fmt.Sprintf("k8scrd with %d endpoints ready in %.1f s at worst (goal < %v: %s)", large, rd.Max, readyGoal, met(ok)))
 		fail = fail || !ok
 	}
 	if len(goals) > 0 {
