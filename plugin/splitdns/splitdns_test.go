@@ -397,7 +397,7 @@ func TestSilentUpstreamCostsOnlyTheTimeout(t *testing.T) {
 		t.Fatalf("silent upstream never held down")
 	}
 	start = time.Now()
-	if m := query(t, s, "example.com.", dns.TypeA, false); m.Rcode != dns.RcodeSuccess || time.Since(start) > 100*time.Millisecond {
+	if m := query(t, s, "example.com.", dns.TypeA, false); m.Rcode != dns.RcodeSuccess || time.Since(start) > 250*time.Millisecond { // well under the 300ms timeout
 		t.Errorf("after hold-down: %s in %v", dns.RcodeToString[m.Rcode], time.Since(start))
 	}
 }
