@@ -407,7 +407,7 @@ func TestRunTimeLoopIsServfailNotAmplified(t *testing.T) {
 		if m.Rcode != dns.RcodeServerFailure {
 			t.Errorf("looping query %d: %s, want SERVFAIL", i, dns.RcodeToString[m.Rcode])
 		}
-		if d := time.Since(start); d > time.Second {
+		if d := time.Since(start); d > 1500*time.Millisecond { // answered at once, not when the 2s upstream timeout runs out
 			t.Errorf("looping query %d took %v", i, d)
 		}
 	}
