@@ -66,6 +66,7 @@ var fuzzManifests = map[string]string{
 var (
 	fuzzOnce   sync.Once
 	fuzzPlugin *K8sCRD
+	fuzzDir    string // removed by TestMain once every test and fuzz run is done
 	fuzzErr    error
 )
 
@@ -77,6 +78,7 @@ func fuzzServer(tb testing.TB) *K8sCRD {
 			fuzzErr = err
 			return
 		}
+		fuzzDir = dir
 		for name, content := range fuzzManifests {
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 				fuzzErr = err
