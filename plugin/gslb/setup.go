@@ -117,7 +117,13 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 					}
 					g.disc.servers = append(g.disc.servers, hp)
 				}
-				for c.NextBlock() {
+				// The block is optional. NextBlock cannot tell, inside the
+				// gslb block, whether one opens here (it would take the next
+				// line as the first property), so look for "{" on this line.
+				if !c.NextArg() {
+					continue
+				}
+				for c.Next() && c.Val() != "}" {
 					switch c.Val() {
 					case "pattern":
 						args := c.RemainingArgs()
