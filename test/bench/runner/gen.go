@@ -28,7 +28,7 @@ const endpointsPerObject = 100
 func hostName(i int) string  { return fmt.Sprintf("host-%d.example.bench.", i) }
 func aliasName(i int) string { return fmt.Sprintf("alias-%d.example.bench.", i) }
 func addrOf(i int) string    { return fmt.Sprintf("10.%d.%d.%d", (i>>16)&255, (i>>8)&255, i&255) }
-func addr6Of(i int) string   { return fmt.Sprintf("fd00::%x", i) }
+func addr6Of(i int) string   { return fmt.Sprintf("fd00::%x:%x", i>>16, i&0xffff) }
 
 // genDataset writes n hosts: each has an A record, every second one an
 // AAAA, every tenth one a CNAME alias pointing at it.
