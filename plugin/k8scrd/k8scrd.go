@@ -27,6 +27,7 @@ type K8sCRD struct {
 	builder *builder
 	source  source
 	stop    chan struct{}
+	started atomic.Bool // OnStartup returned
 }
 
 // ServeDNS implements the plugin.Handler interface.

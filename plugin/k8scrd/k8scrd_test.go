@@ -3,6 +3,8 @@ package k8scrd
 import (
 	"testing"
 
+	"github.com/coredns/caddy"
+
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 )
@@ -166,5 +168,25 @@ func TestServfailBeforeFirstSync(t *testing.T) {
 	}
 	if k.Ready() {
 		t.Error("Ready() is true before the first sync")
+	}
+}
+
+func TestNotReadyUntilStartupReturns(t *testing.T) {
+	k, err := parse(caddy.NewTestController("dns", "k8scrd example.org {\n directory "+t.TempDir()+"\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Synced before start-up is done: the DNS listeners are not open yet.
+	k.builder.synced()
+	k.builder.flush()
+	if !k.snap.Load().synced || k.Ready() {
+		t.Fatalf("synced %v, Ready %v: want synced and not yet ready", k.snap.Load().synced, k.Ready())
+	}
+	if err := k.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer k.shutdown()
+	if !k.Ready() {
+		t.Error("not ready after start-up returned with a synced store")
 	}
 }

@@ -216,16 +216,18 @@ func (k *K8sCRD) start() error {
 		return plugin.Error("k8scrd", err)
 	}
 	deadline := time.Now().Add(k.cfg.startupWait)
-	for !k.Ready() && time.Now().Before(deadline) {
+	for !k.snap.Load().synced && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !k.Ready() {
+	if !k.snap.Load().synced {
 		log.Warningf("Starting without a first sync after %s: answering SERVFAIL for %v until it completes", k.cfg.startupWait, k.Zones)
 	}
+	k.started.Store(true)
 	return nil
 }
 
 func (k *K8sCRD) shutdown() error {
+	k.started.Store(false)
 	k.source.stop()
 	if k.stop != nil {
 		close(k.stop)
