@@ -102,6 +102,11 @@ func New(zone string) *GSLB {
 // Name implements plugin.Handler.
 func (g *GSLB) Name() string { return pluginName }
 
+// GSLBZone is the zone this instance assembles answers for. k8scrd asks, in
+// the same server block, so that it refuses to transfer the zone: a
+// secondary would hold the static declarations, not the answers.
+func (g *GSLB) GSLBZone() string { return g.zone }
+
 // ServeDNS implements plugin.Handler.
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
