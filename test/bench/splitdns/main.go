@@ -24,11 +24,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 )
 
 var (
@@ -67,11 +67,7 @@ type pair struct {
 	ratios []float64
 }
 
-var (
-	reQPS  = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
-	reLost = regexp.MustCompile(`Queries lost:\s+[0-9]+ \(([0-9.]+)%\)`)
-	reDone = regexp.MustCompile(`Queries completed:\s+([0-9]+)`)
-)
+var ()
 
 func main() {
 	flag.Parse()
@@ -176,17 +172,13 @@ func main() {
 	report(servers, pairs)
 }
 
-// cpuTime is the user+system CPU time of pid so far (/proc/pid/stat, in clock ticks of 10ms).
+// cpuTime is the user+system CPU time of pid so far.
 func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	ticks, err := benchkit.CPUTicks(pid)
 	if err != nil {
 		return 0
 	}
-	// Fields after the command name (which may hold spaces) in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ=100
 }
 
 func corefile(kind string, routes int, ip, upstream string) string {
@@ -232,18 +224,11 @@ func dnsperf(s *server, queries string, seconds int) (qps, done, lost float64) {
 	if err != nil {
 		log.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
 	}
-	m := reQPS.FindSubmatch(out)
-	if m == nil {
+	r := benchkit.ParseDNSPerf(out)
+	if r.QPS == 0 {
 		log.Fatalf("no rate in dnsperf output:\n%s", out)
 	}
-	qps, _ = strconv.ParseFloat(string(m[1]), 64)
-	if m := reLost.FindSubmatch(out); m != nil {
-		lost, _ = strconv.ParseFloat(string(m[1]), 64)
-	}
-	if m := reDone.FindSubmatch(out); m != nil {
-		done, _ = strconv.ParseFloat(string(m[1]), 64)
-	}
-	return qps, done, lost
+	return r.QPS, r.Completed, r.LostPct
 }
 
 func waitAnswer(s *server) {
@@ -256,18 +241,6 @@ func waitAnswer(s *server) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	log.Fatalf("%s on %s does not answer", s.name, s.addr)
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func report(servers []*server, pairs []*pair) {
@@ -289,7 +262,7 @@ func report(servers []*server, pairs []*pair) {
 		for _, l := range s.lost {
 			maxLost = max(maxLost, l)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.1f | %s | %.2f%% |\n", s.name, median(s.qps), median(s.usPerQ), strings.Join(runs, ", "), maxLost)
+		fmt.Fprintf(&b, "| %s | %.0f | %.1f | %s | %.2f%% |\n", s.name, benchkit.Median(s.qps), benchkit.Median(s.usPerQ), strings.Join(runs, ", "), maxLost)
 	}
 	b.WriteString("\n| ratio A/B (qps) | median | per round | CPU/query B/A | goal |\n|---|---:|---|---:|---:|\n")
 	for _, p := range pairs {
@@ -297,7 +270,7 @@ func report(servers []*server, pairs []*pair) {
 		for i, r := range p.ratios {
 			rs[i] = fmt.Sprintf("%.2f", r)
 		}
-		fmt.Fprintf(&b, "| %s / %s | %.3f | %s | %.3f | >= %.2f |\n", p.a.name, p.b.name, median(p.ratios), strings.Join(rs, ", "), median(p.b.usPerQ)/median(p.a.usPerQ), p.goal)
+		fmt.Fprintf(&b, "| %s / %s | %.3f | %s | %.3f | >= %.2f |\n", p.a.name, p.b.name, benchkit.Median(p.ratios), strings.Join(rs, ", "), benchkit.Median(p.b.usPerQ)/benchkit.Median(p.a.usPerQ), p.goal)
 	}
 	fmt.Print(b.String())
 	if *flagOut != "" {
@@ -311,52 +284,33 @@ func report(servers []*server, pairs []*pair) {
 }
 
 func start(dir, name, cpu, bin string, args ...string) *exec.Cmd {
-	argv := append([]string{bin}, args...)
-	if *flagPin {
-		argv = append([]string{"taskset", "-c", cpu}, argv...)
+	if !*flagPin {
+		cpu = ""
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	cmd, _, err := benchkit.Command(dir, filepath.Join(dir, name+".log"), cpu, append([]string{bin}, args...)...)
 	if err != nil {
 		log.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		log.Fatalf("%s: %v", name, err)
 	}
 	return cmd
 }
 
-func stop(cmd *exec.Cmd) {
-	if cmd != nil && cmd.Process != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}
-}
+func stop(cmd *exec.Cmd) { benchkit.Stop(cmd) }
 
 func build(root, out, pkg string) {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	cmd := benchkit.BuildCmd(root, out, pkg)
+	cmd.Env = append(cmd.Env, "GOTOOLCHAIN=local")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		log.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
 }
 
 func moduleRoot() string {
-	dir, err := os.Getwd()
+	root, err := benchkit.ModuleRoot()
 	if err != nil {
 		log.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			log.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return root
 }
