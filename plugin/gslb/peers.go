@@ -176,18 +176,12 @@ func (p *peer) query(ctx context.Context, qname string, qtype uint16) (peerAnswe
 	return pa, err
 }
 
-// probeHost is the host a probe asks about: a name inside the zone that no
-// one declares, so a peer answers it NXDOMAIN (up, no targets). Prefixing
-// the zone itself would ask about a name in the parent zone, which a peer
-// serving only the GSLB zone refuses.
-const probeHost = "fleetdns-probe."
-
-// probe asks the peer about a host of the zone when there is no declared
-// host to ask about: any well-formed answer shows that the peer answers.
+// probe asks the peer about the zone itself when there is no host to ask
+// about: any well-formed answer shows that the peer answers.
 func (p *peer) probe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.g.timeout)
 	defer cancel()
-	_, err := p.query(ctx, p.g.prefix+probeHost+p.g.zone, dns.TypeA)
+	_, err := p.query(ctx, p.g.prefix+p.g.zone, dns.TypeA)
 	return err
 }
 
