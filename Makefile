@@ -13,7 +13,7 @@ GOBUILD_FLAGS := -trimpath -ldflags "-s -w"
 export CGO_ENABLED = 0
 export GOTOOLCHAIN = local
 
-.PHONY: all build run test deps unit e2e generate vet clean bench bench-smoke fuzz soak
+.PHONY: all build run test deps unit e2e generate vet clean bench bench-smoke bench-compare fuzz soak
 
 all: build
 
@@ -58,6 +58,13 @@ bench: build
 	FLEETDNS_BENCH=1 FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) \
 		$(GO) test -count=1 -v -timeout 60m ./test/bench/scale
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./plugin/... | tee -a $(BENCH_OUT)
+
+# bench-compare: the plugins' Go benchmarks at BASE (default: the merge base
+# with main) against the work tree, alternating, compared with benchstat.
+# COUNT, BENCHTIME, BENCH and PKGS narrow it, e.g.
+#   make bench-compare BASE=HEAD~1 PKGS=./plugin/k8scrd BENCH=ServeDNS COUNT=20
+bench-compare:
+	COUNT=$(or $(COUNT),10) BENCHTIME=$(or $(BENCHTIME),0.3s) BENCH=$(or $(BENCH),.) scripts/bench-compare.sh $(BASE) $(PKGS)
 
 # bench-smoke: the same harness for a few seconds, to show it still runs.
 bench-smoke: build
