@@ -64,7 +64,7 @@ bench: build
 # COUNT, BENCHTIME, BENCH and PKGS narrow it, e.g.
 #   make bench-compare BASE=HEAD~1 PKGS=./plugin/k8scrd BENCH=ServeDNS COUNT=20
 bench-compare:
-	COUNT=$(or $(COUNT),10) BENCHTIME=$(or $(BENCHTIME),0.3s) BENCH=$(or $(BENCH),.) scripts/bench-compare.sh $(BASE) $(PKGS)
+	COUNT=$(or $(COUNT),10) BENCHTIME=$(or $(BENCHTIME),0.3s) BENCH=$(or $(BENCH),.) BASE=$(BASE) scripts/bench-compare.sh $(PKGS)
 
 # bench-smoke: the same harness for a few seconds, to show it still runs.
 bench-smoke: build

@@ -2,7 +2,7 @@
 # bench-compare.sh: the plugins' Go benchmarks before and after a change,
 # compared with benchstat.
 #
-#   scripts/bench-compare.sh [BASE] [PACKAGE...]
+#   [BASE=rev] scripts/bench-compare.sh [PACKAGE...]
 #
 # BASE is a git revision (default: main's merge base with HEAD, or HEAD~1 on
 # main itself); "after" is the work tree as it is, uncommitted edits included.
@@ -13,7 +13,7 @@
 # BENCH selects benchmarks (default .). Output files stay in OUT (default a
 # temporary folder), named base.txt and head.txt.
 #
-#   COUNT=20 BENCH=ServeDNS scripts/bench-compare.sh HEAD~1 ./plugin/k8scrd
+#   BASE=HEAD~1 COUNT=20 BENCH=ServeDNS scripts/bench-compare.sh ./plugin/k8scrd
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -22,8 +22,7 @@ COUNT=${COUNT:-10}
 BENCHTIME=${BENCHTIME:-0.3s}
 BENCH=${BENCH:-.}
 
-base=${1:-}
-[ $# -gt 0 ] && shift
+base=${BASE:-}
 if [ -z "$base" ]; then
 	base=$(git merge-base main HEAD)
 	[ "$base" = "$(git rev-parse HEAD)" ] && base=HEAD~1
