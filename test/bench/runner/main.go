@@ -34,6 +34,8 @@ var (
 	flagCoreDNS = flag.String("coredns", "", "coredns binary (default: build ./cmd/coredns)")
 	flagOnly    = flag.String("only", "", "comma list of servers to run (default all)")
 	flagOut     = flag.String("out", "", "append the markdown report to this file (default stdout only)")
+	flagResperf = flag.Int("resperf", 0, "after the dnsperf rounds, ramp resperf up to this many q/s on the hits file, once per round and server (0: no resperf)")
+	flagRamp    = flag.Int("ramp", 10, "resperf ramp-up time in seconds")
 )
 
 type result struct {
@@ -139,12 +141,32 @@ func main() {
 		}
 	}
 
+	// resperf offers an open-loop rate that rises until the server falls
+	// behind: the peak response rate is the server's maximum, as opposed to
+	// dnsperf's closed loop (a fixed number of queries outstanding).
+	peaks := map[string][]benchkit.Resperf{}
+	for r := 0; *flagResperf > 0 && r < *flagRounds; r++ {
+		for i := range servers {
+			s := servers[(i+r)%len(servers)]
+			p, err := runResperf(s, d.Hits, loadCPU, work)
+			if err != nil {
+				log.Fatalf("%s/resperf: %v", s.Name, err)
+			}
+			log.Printf("round %d %-10s resperf peak %8.0f q/s, lost %.2f%% at that point", r+1, s.Name, p.MaxQPS, p.LostPct)
+			peaks[s.Name] = append(peaks[s.Name], p)
+		}
+	}
+
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "\n### Authoritative serving, %d hosts (%s)\n\n", *flagRecords, time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s. Servers pinned to CPU %q, dnsperf to CPU %q. dnsperf -c %d -T 1, %d s per run, %d alternating rounds.\n\n",
 		host, runtime.NumCPU(), runtime.Version(), serverCPU, loadCPU, *flagClients, *flagSeconds, *flagRounds)
-	fmt.Fprintf(&b, "Command: `go run ./test/bench/runner -records %d -rounds %d -seconds %d`\n\n", *flagRecords, *flagRounds, *flagSeconds)
+	resperfFlags := ""
+	if *flagResperf > 0 {
+		resperfFlags = fmt.Sprintf(" -resperf %d -ramp %d", *flagResperf, *flagRamp)
+	}
+	fmt.Fprintf(&b, "Command: `go run ./test/bench/runner -records %d -rounds %d -seconds %d%s`; load average at the end %s\n\n", *flagRecords, *flagRounds, *flagSeconds, resperfFlags, benchkit.Loadavg())
 	for _, q := range mixes {
 		base := median(results[key{"k8scrd", q.name}], func(r result) float64 { return r.qps })
 		fmt.Fprintf(&b, "Query mix **%s** (k8scrd / server: the median of the per-round ratios, each round measuring both back to back):\n\n| server | q/s median (min-max) | k8scrd / server q/s | server / k8scrd CPU per query | CPU us/query median | lost | ready | RSS MiB |\n|---|---|---|---|---|---|---|---|\n", q.name)
@@ -173,6 +195,30 @@ func main() {
 			fmt.Fprintf(&b, "| %s | %.0f (%.0f-%.0f) | %s | %s | %.1f | %.2f%% | %v | %d |\n", s.Name, med, lo, hi, ratio, cpuRatio,
 				median(rs, func(r result) float64 { return r.usPerQ }), 100*median(rs, func(r result) float64 { return r.lost }),
 				s.ready.Round(time.Millisecond), s.rssKiB()/1024)
+		}
+		b.WriteString("\n")
+	}
+	if len(peaks) > 0 {
+		fmt.Fprintf(&b, "Maximum rate, hits (`resperf -m %d -r %d -c 0 -t 1 -F 0 -R`, pinned as above, once per round; the peak response rate of any 0.5 s interval while the offered rate ramped up, and the loss at that point):\n\n", *flagResperf, *flagRamp)
+		b.WriteString("| server | peak q/s median (min-max) | k8scrd / server, paired | lost at the peak, median |\n|---|---|---|---|\n")
+		ks := peaks["k8scrd"]
+		for _, s := range servers {
+			ps := peaks[s.Name]
+			qs := make([]float64, len(ps))
+			lost := make([]float64, len(ps))
+			var paired []float64
+			for i, p := range ps {
+				qs[i], lost[i] = p.MaxQPS, p.LostPct
+				if len(ks) == len(ps) && p.MaxQPS > 0 {
+					paired = append(paired, ks[i].MaxQPS/p.MaxQPS)
+				}
+			}
+			ratio := "-"
+			if s.Name != "k8scrd" && len(paired) > 0 {
+				ratio = fmt.Sprintf("%.2f", benchkit.Median(paired))
+			}
+			st := benchkit.StatOf(qs)
+			fmt.Fprintf(&b, "| %s | %.0f (%.0f-%.0f) | %s | %.1f%% |\n", s.Name, st.Med, st.Min, st.Max, ratio, benchkit.Median(lost))
 		}
 		b.WriteString("\n")
 	}
@@ -208,6 +254,25 @@ func runDNSPerf(s *server, queries, cpus string) (result, error) {
 		return res, fmt.Errorf("no rate in dnsperf output:\n%s", out)
 	}
 	return res, nil
+}
+
+// runResperf ramps the offered rate up to -resperf q/s over -ramp seconds.
+// A query unanswered after 1 s is lost. -F 0: resperf itself falling behind
+// the ramp (its CPU is shared) does not end the run; 65,536 queries
+// outstanding does (the server is far past its maximum by then).
+func runResperf(s *server, queries, cpus, work string) (benchkit.Resperf, error) {
+	argv := benchkit.Pinned(cpus, "resperf", "-s", s.Addr, "-p", strconv.Itoa(s.Port), "-d", queries, "-R",
+		"-m", strconv.Itoa(*flagResperf), "-r", strconv.Itoa(*flagRamp), "-c", "0", "-t", "1", "-F", "0",
+		"-P", filepath.Join(work, "resperf-"+s.Name+".gnuplot"))
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return benchkit.Resperf{}, fmt.Errorf("resperf: %v\n%s", err, out)
+	}
+	p := benchkit.ParseResperf(out)
+	if p.MaxQPS == 0 {
+		return p, fmt.Errorf("no maximum throughput in resperf output:\n%s", out)
+	}
+	return p, nil
 }
 
 // column is f of every result.
