@@ -214,8 +214,9 @@ func BuildCmd(root, out, pkg string, flags ...string) *exec.Cmd {
 
 // Command prepares argv, pinned to cpu when set (see Pinned), to run in dir
 // in its own process group (so Stop reaches its children), its stdout and
-// stderr to the file logPath, which the caller closes. The caller starts it,
-// after adding to SysProcAttr if it wants (Pdeathsig).
+// stderr to the file logPath, which the caller closes. The caller starts it
+// (with Start, so that StopAllOnSignal reaches it), after adding to
+// SysProcAttr if it wants (Pdeathsig).
 func Command(dir, logPath, cpu string, argv ...string) (*exec.Cmd, *os.File, error) {
 	lf, err := os.Create(logPath)
 	if err != nil {
@@ -235,6 +236,7 @@ func Stop(cmd *exec.Cmd) {
 	if cmd == nil || cmd.Process == nil {
 		return
 	}
+	defer forget(cmd)
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()

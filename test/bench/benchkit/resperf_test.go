@@ -19,3 +19,30 @@ func TestParseResperf(t *testing.T) {
 		t.Errorf("ParseResperf of an error = %+v, want zero", z)
 	}
 }
+
+func TestStartStopTracksLiveCommands(t *testing.T) {
+	cmd, lf, err := Command(t.TempDir(), t.TempDir()+"/sleep.log", "", "sleep", "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if err := Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	live.Lock()
+	tracked := live.cmds[cmd]
+	live.Unlock()
+	if !tracked {
+		t.Fatal("a started command is not tracked")
+	}
+	Stop(cmd)
+	live.Lock()
+	tracked = live.cmds[cmd]
+	live.Unlock()
+	if tracked {
+		t.Error("a stopped command is still tracked")
+	}
+	if cmd.ProcessState == nil || cmd.ProcessState.Success() {
+		t.Errorf("sleep 30 was not stopped by a signal: %v", cmd.ProcessState)
+	}
+}

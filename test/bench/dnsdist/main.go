@@ -97,6 +97,7 @@ func main() {
 		fatalf("%v", err)
 	}
 	atExit(func() { os.RemoveAll(work) })
+	benchkit.StopAllOnSignal(func() { os.RemoveAll(work) })
 	defer runAtExit()
 	root, err := benchkit.ModuleRoot()
 	if err != nil {
@@ -375,7 +376,7 @@ func start(dir, name, cpu, bin string, args ...string) *exec.Cmd {
 		fatalf("%v", err)
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	if err := cmd.Start(); err != nil {
+	if err := benchkit.Start(cmd); err != nil {
 		fatalf("%s: %v", name, err)
 	}
 	return cmd

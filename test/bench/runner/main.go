@@ -57,7 +57,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(work)
-	stopAllOnSignal(func() { os.RemoveAll(work) })
+	benchkit.StopAllOnSignal(func() { os.RemoveAll(work) })
 
 	bin := *flagCoreDNS
 	if bin == "" {

@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fleetdns/fleetdns/test/bench/benchkit"
@@ -40,12 +37,9 @@ func (s *server) start(dir string, cpus string, argv ...string) error {
 	s.log = lf
 	s.cmd = cmd
 	s.started = time.Now()
-	if err := s.cmd.Start(); err != nil {
+	if err := benchkit.Start(s.cmd); err != nil {
 		return fmt.Errorf("%s: %v", s.Name, err)
 	}
-	live.Lock()
-	live.servers[s] = true
-	live.Unlock()
 	deadline := time.Now().Add(120 * time.Second)
 	c := &dns.Client{Timeout: 500 * time.Millisecond}
 	m := new(dns.Msg)
@@ -63,42 +57,10 @@ func (s *server) start(dir string, cpus string, argv ...string) error {
 }
 
 func (s *server) stop() {
-	live.Lock()
-	delete(live.servers, s)
-	live.Unlock()
 	benchkit.Stop(s.cmd)
 	if s.log != nil {
 		s.log.Close()
 	}
-}
-
-// live are the servers started and not yet stopped, for stopAllOnSignal.
-var live = struct {
-	sync.Mutex
-	servers map[*server]bool
-}{servers: map[*server]bool{}}
-
-// stopAllOnSignal stops every live server (each in its own process group, so
-// NSD's and Knot's children too) when the runner is interrupted or
-// terminated, then exits: deferred stops do not run on a signal.
-func stopAllOnSignal(cleanup func()) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	go func() {
-		sig := <-ch
-		live.Lock()
-		servers := make([]*server, 0, len(live.servers))
-		for s := range live.servers {
-			servers = append(servers, s)
-		}
-		live.Unlock()
-		for _, s := range servers {
-			s.stop()
-		}
-		cleanup()
-		fmt.Fprintf(os.Stderr, "runner: %v: stopped %d servers\n", sig, len(servers))
-		os.Exit(1)
-	}()
 }
 
 // pid is the server process itself, not taskset (taskset execs it, so they

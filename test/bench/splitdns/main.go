@@ -78,6 +78,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(work)
+	benchkit.StopAllOnSignal(func() { os.RemoveAll(work) })
 
 	bin := *flagCoreDNS
 	if bin == "" {
@@ -291,7 +292,7 @@ func start(dir, name, cpu, bin string, args ...string) *exec.Cmd {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := benchkit.Start(cmd); err != nil {
 		log.Fatalf("%s: %v", name, err)
 	}
 	return cmd
