@@ -168,6 +168,7 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "\n### gslb hosts with two peers, per strategy, vs a plain k8scrd host (%s)\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "Versions: %s.\n\n", benchkit.Versions(harness.CoreDNSBinary(t), dnsperf))
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s, load average at the end %s. Server pinned to CPU %q, dnsperf to CPU %q, the peers and the parent unpinned; dnsperf -c %d -T 1, %d s per run, %d rounds, each round starting with another variant.\n\n",
 		host, runtime.NumCPU(), runtime.Version(), benchkit.Loadavg(), serverCPU, loadCPU, clientsN, seconds, rounds)
 	fmt.Fprintf(&b, "Command: `test/gslb/bench.sh` (FLEETDNS_BENCH_ROUNDS=%d FLEETDNS_BENCH_SECONDS=%d)\n\n", rounds, seconds)

@@ -2,6 +2,8 @@ package benchkit
 
 import (
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +46,15 @@ func TestStartStopTracksLiveCommands(t *testing.T) {
 	}
 	if cmd.ProcessState == nil || cmd.ProcessState.Success() {
 		t.Errorf("sleep 30 was not stopped by a signal: %v", cmd.ProcessState)
+	}
+}
+
+func TestVersions(t *testing.T) {
+	v := Versions("dnsperf", "/nonexistent/nsd", "unknown-tool")
+	if !strings.HasPrefix(v, "Linux ") || !strings.Contains(v, "NSD ?") || strings.Contains(v, "unknown-tool") {
+		t.Errorf("Versions = %q", v)
+	}
+	if _, err := exec.LookPath("dnsperf"); err == nil && strings.Contains(v, "dnsperf ?") {
+		t.Errorf("dnsperf is installed but Versions = %q", v)
 	}
 }

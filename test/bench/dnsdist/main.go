@@ -219,6 +219,7 @@ func main() {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "\n### splitdns vs dnsdist, per-zone forwarding (%s)\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "Versions: %s.\n\n", benchkit.Versions(bin, "dnsdist", "dnsperf"))
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s; %s. Load average (1/5/15 min) at each round boundary: %s. Server under test pinned to CPU %q, dnsperf (`-c %d -q %d -T 1`, %d s per run) and the upstream (test/bench/bare) to CPU %q; %d rounds, each pair back to back, order swapped every round. Queries: 20,000 A names, 90%% under zone-0.corp ... zone-%d.corp, 10%% outside every zone (to the default). dnsdist: one newServer in every pool, R rules `SuffixMatchNodeRule(zone) -> PoolAction(zone)`, no packet cache. CPU/query: the server's utime+stime (/proc/<pid>/stat, all threads) over queries completed.\n\n",
 		host, runtime.NumCPU(), runtime.Version(), strings.TrimSpace(firstLine(string(version))), strings.Join(loads, " | "),
 		serverCPU, *flagClients, *flagOutstanding, *flagSeconds, loadCPU, *flagRounds, queryZones-1)

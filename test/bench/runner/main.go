@@ -161,6 +161,7 @@ func main() {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "\n### Authoritative serving, %d hosts (%s)\n\n", *flagRecords, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "Versions: %s.\n\n", benchkit.Versions(bin, "nsd", "knotd", "dnsperf", "resperf"))
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s. Servers pinned to CPU %q, dnsperf to CPU %q. dnsperf -c %d -T 1, %d s per run, %d alternating rounds.\n\n",
 		host, runtime.NumCPU(), runtime.Version(), serverCPU, loadCPU, *flagClients, *flagSeconds, *flagRounds)
 	resperfFlags := ""

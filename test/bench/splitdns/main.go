@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -85,6 +86,7 @@ func main() {
 		bin = filepath.Join(work, "coredns")
 		build(root, bin, "./cmd/coredns")
 	}
+	versions = benchkit.Versions(bin, "dnsperf")
 	bare := filepath.Join(work, "bare")
 	build(root, bare, "./test/bench/bare")
 
@@ -244,9 +246,13 @@ func waitAnswer(s *server) {
 	log.Fatalf("%s on %s does not answer", s.name, s.addr)
 }
 
+// versions of the coredns measured and of dnsperf, for the report.
+var versions string
+
 func report(servers []*server, pairs []*pair) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n### splitdns vs stock forward (%s)\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "Versions: %s. %d CPUs, %s; load average at the end %s.\n\n", versions, runtime.NumCPU(), runtime.Version(), benchkit.Loadavg())
 	pin := "no pinning"
 	if *flagPin {
 		pin = "server under test on CPU 0, dnsperf and upstream on CPU 1"
