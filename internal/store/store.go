@@ -37,6 +37,10 @@ type Host struct {
 	// order. Both may be empty: a declaration with no targets is still a host.
 	A    []netip.Addr
 	AAAA []netip.Addr
+	// AddressDeclared is true when an A or AAAA endpoint is declared at Name,
+	// even one with no targets. A name with only other types (a CNAME, TXT)
+	// is zone data, never a host whose addresses gslb assembles.
+	AddressDeclared bool
 	// TTL is the address RRsets' TTL (the smallest recordTTL among the
 	// endpoints, RFC 2181 §5.2); TTLSet is false when no endpoint set one.
 	TTL    uint32

@@ -217,8 +217,8 @@ func addOPT(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope int) *dns.Msg {
 	return m
 }
 
-// host returns the GSLB host at name: declared in the store, not written by
-// the k8gb operator (served as written), not a localtargets name, not the
+// host returns the GSLB host at name: declared in the store with an A or
+// AAAA endpoint, not written by the k8gb operator (served as written), not a localtargets name, not the
 // apex and not one of the zone's name servers.
 func (g *GSLB) host(name string) (*store.Host, bool) {
 	if name == g.zone || strings.HasPrefix(name, g.prefix) {

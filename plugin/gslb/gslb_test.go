@@ -131,8 +131,11 @@ func TestWeightedSkipsTagsWithoutTargets(t *testing.T) {
 func TestFallThrough(t *testing.T) {
 	verbatim := host("k8gb."+zone, "10.9.9.9")
 	verbatim.Verbatim = true
+	// A CNAME (or TXT) alone at a name declares no address: zone data.
+	alias := host("alias." + zone)
+	alias.AddressDeclared = false
 	st := newFakeStore(host(app, "10.0.1.1"), verbatim, host("localtargets-app."+zone, "10.0.1.1"),
-		host(zone), host("gslb-ns-eu."+zone, "127.0.0.1"))
+		host(zone), host("gslb-ns-eu."+zone, "127.0.0.1"), alias)
 	g, n, us, ap := twoPeers(t, "", st)
 	before := us.queries.Load() + ap.queries.Load()
 
@@ -146,6 +149,8 @@ func TestFallThrough(t *testing.T) {
 		{"nothere." + zone, dns.TypeA},
 		{"random-123." + zone, dns.TypeAAAA},
 		{"k8gb." + zone, dns.TypeA},
+		{"alias." + zone, dns.TypeA},
+		{"alias." + zone, dns.TypeAAAA},
 		{"localtargets-app." + zone, dns.TypeA},
 		{zone, dns.TypeA},
 		{"gslb-ns-eu." + zone, dns.TypeA},

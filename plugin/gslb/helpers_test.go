@@ -74,7 +74,7 @@ func (f *fakeStore) Hosts(z string, fn func(*store.Host) bool) {
 
 // host builds a store.Host: addresses with a ':' are AAAA targets.
 func host(name string, addrs ...string) *store.Host {
-	h := &store.Host{Name: name, Properties: map[string]string{}, Labels: map[string]string{}}
+	h := &store.Host{Name: name, AddressDeclared: true, Properties: map[string]string{}, Labels: map[string]string{}}
 	for _, a := range addrs {
 		ip := netip.MustParseAddr(a)
 		if ip.Is4() {

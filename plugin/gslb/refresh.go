@@ -147,12 +147,13 @@ func (g *GSLB) walk() {
 	}
 }
 
-// isGSLBHost: a name the store declares in the zone, not written by the
-// k8gb operator (served as written), not a literal localtargets name, not
-// the apex and not one of the zone's name servers.
+// isGSLBHost: a name the store declares in the zone with an A or AAAA
+// endpoint (a CNAME or TXT there is zone data), not written by the k8gb
+// operator (served as written), not a literal localtargets name, not the
+// apex and not one of the zone's name servers.
 func (g *GSLB) isGSLBHost(h *store.Host) bool {
 	name := h.Name
-	if h.Verbatim || name == g.zone || !strings.HasSuffix(name, "."+g.zone) {
+	if !h.AddressDeclared || h.Verbatim || name == g.zone || !strings.HasSuffix(name, "."+g.zone) {
 		return false
 	}
 	if strings.HasPrefix(name, g.prefix) {

@@ -332,6 +332,7 @@ func (b *builder) merge(name, zone string) *node {
 			}
 			ttls[i] = min(ttls[i], ep.ttl)
 			sets[i].rrs = append(sets[i].rrs, ep.rrs...)
+			h.AddressDeclared = h.AddressDeclared || ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA
 			if (ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA) && ep.ttlSet && (!h.TTLSet || ep.ttl < h.TTL) {
 				h.TTL, h.TTLSet = ep.ttl, true
 			}

@@ -178,19 +178,23 @@ func TestStoreReaderForOtherPlugins(t *testing.T) {
 			ep("app.gslb.example.org", "A", 30, "10.0.0.1"),
 			"    providerSpecific:\n    - name: gslb/strategy\n      value: failover\n    labels:\n      strategy: failover",
 			ep("app.gslb.example.org", "AAAA", 0, "2001:db8::1"),
-			ep("declared.gslb.example.org", "A", 0)), "metadata:\n", "metadata:\n  labels:\n    k8gb.io/dnstype: local\n", 1),
+			ep("declared.gslb.example.org", "A", 0),
+			ep("alias.gslb.example.org", "CNAME", 0, "app.example.net")), "metadata:\n", "metadata:\n  labels:\n    k8gb.io/dnstype: local\n", 1),
 	})
 	r := k.Store()
 	if !r.Synced() {
 		t.Fatal("not synced")
 	}
 	h, ok := r.Host("app.gslb.example.org.")
-	if !ok || len(h.A) != 1 || len(h.AAAA) != 1 || h.TTL != 30 || !h.TTLSet || !h.Verbatim ||
+	if !ok || len(h.A) != 1 || len(h.AAAA) != 1 || !h.AddressDeclared || h.TTL != 30 || !h.TTLSet || !h.Verbatim ||
 		h.Properties["gslb/strategy"] != "failover" || h.Labels["strategy"] != "failover" {
 		t.Errorf("host: %+v", h)
 	}
-	if d, ok := r.Host("declared.gslb.example.org."); !ok || len(d.A) != 0 || d.TTLSet || d.TTL != 30 {
+	if d, ok := r.Host("declared.gslb.example.org."); !ok || len(d.A) != 0 || !d.AddressDeclared || d.TTLSet || d.TTL != 30 {
 		t.Errorf("a declaration without targets is a host with none: %+v, %v", d, ok)
+	}
+	if a, ok := r.Host("alias.gslb.example.org."); !ok || a.AddressDeclared || len(a.A) != 0 {
+		t.Errorf("a CNAME alone declares no address: %+v, %v", a, ok)
 	}
 	if _, ok := r.Host("gslb.example.org."); ok {
 		t.Error("apex has no endpoints: want not ok")
@@ -198,7 +202,7 @@ func TestStoreReaderForOtherPlugins(t *testing.T) {
 	var names []string
 	r.Hosts("gslb.example.org.", func(h *store.Host) bool { names = append(names, h.Name); return true })
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"app.gslb.example.org.", "declared.gslb.example.org."}) {
+	if !slices.Equal(names, []string{"alias.gslb.example.org.", "app.gslb.example.org.", "declared.gslb.example.org."}) {
 		t.Errorf("Hosts walked %v", names)
 	}
 }
