@@ -44,15 +44,15 @@ e2e: build
 	FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_REQUIRE_ALL=1 \
 		$(GO) test -count=1 -timeout 40m ./test/...
 
-test: deps vet unit e2e
+test: deps vet unit e2e bench-smoke
 
 # bench: every side-by-side comparison (minutes; not in CI). Tables go to
 # stdout and are appended to $(BENCH_OUT); BENCHMARKS.md quotes them.
 BENCH_OUT ?= /tmp/fleetdns-bench.md
 bench: build
-	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 10000 -rounds 5 -seconds 10 -out $(BENCH_OUT)
+	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 10000 -rounds 5 -seconds 10 -resperf 250000 -out $(BENCH_OUT)
 	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 100000 -rounds 3 -seconds 10 -out $(BENCH_OUT)
-	$(GO) run ./test/bench/splitdns -coredns $(CURDIR)/$(BIN) -routes 1,1000 -rounds 5 -seconds 10 -out $(BENCH_OUT)
+	$(GO) run ./test/bench/splitdns -coredns $(CURDIR)/$(BIN) -routes 1,10,1000 -rounds 7 -seconds 6 -out $(BENCH_OUT)
 	$(GO) run ./test/bench/dnsdist -coredns $(CURDIR)/$(BIN) -routes 1,1000 -rounds 5 -seconds 10 -out $(BENCH_OUT)
 	FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) test/gslb/bench.sh
 	FLEETDNS_BENCH=1 FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) \
@@ -67,8 +67,11 @@ bench-compare:
 	COUNT=$(or $(COUNT),10) BENCHTIME=$(or $(BENCHTIME),0.3s) BENCH=$(or $(BENCH),.) BASE=$(BASE) scripts/bench-compare.sh $(PKGS)
 
 # bench-smoke: the same harness for a few seconds, to show it still runs.
+# It runs in `make test` (CI), with every Go benchmark once, so that the
+# benchmark code keeps working.
 bench-smoke: build
-	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 1000 -rounds 1 -seconds 2
+	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 1000 -rounds 1 -seconds 1 -resperf 20000 -ramp 2
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./plugin/...
 
 # fuzz: every fuzz target of the plugins in turn, one `go test -fuzz` each,
 # FUZZTIME each (not in CI; the seeds in testdata/fuzz run in unit). A crash
