@@ -13,7 +13,7 @@ GOBUILD_FLAGS := -trimpath -ldflags "-s -w"
 export CGO_ENABLED = 0
 export GOTOOLCHAIN = local
 
-.PHONY: all build run test deps unit e2e generate vet clean bench bench-smoke bench-compare fuzz soak
+.PHONY: all build run test deps unit e2e generate vet clean bench bench-smoke bench-compare bench-instr fuzz soak
 
 all: build
 
@@ -72,6 +72,13 @@ bench-compare:
 bench-smoke: build
 	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 1000 -rounds 1 -seconds 1 -resperf 20000 -ramp 2
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./plugin/...
+
+# bench-instr: instructions per query (callgrind Ir) of k8scrd/file/hosts,
+# gslb/k8scrd and splitdns/forward, each server under valgrind (minutes;
+# not in CI). INSTR_FLAGS=-quick for a short run.
+INSTR_FLAGS ?=
+bench-instr: build
+	$(GO) run ./test/bench/instr -coredns $(CURDIR)/$(BIN) -out $(BENCH_OUT) $(INSTR_FLAGS)
 
 # fuzz: every fuzz target of the plugins in turn, one `go test -fuzz` each,
 # FUZZTIME each (not in CI; the seeds in testdata/fuzz run in unit). A crash

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
+)
+
+// authGroup: k8scrd, file and hosts serving the same benchkit dataset, each
+// its own process; hits for all three, the mix for k8scrd and file (hosts
+// cannot answer NODATA or CNAME chains as they do).
+func authGroup(e *env) (*group, error) {
+	g := &group{name: "authoritative"}
+	d, err := benchkit.GenDataset(filepath.Join(e.dir, "auth"), *flagRecords)
+	if err != nil {
+		return g, err
+	}
+	split := func(path string) (warm, qs []query, err error) {
+		all, err := readQueries(path, *flagWarm+*flagQueries)
+		if err != nil {
+			return nil, nil, err
+		}
+		return all[:*flagWarm], all[*flagWarm:], nil
+	}
+	hitsWarm, hits, err := split(d.Hits)
+	if err != nil {
+		return g, err
+	}
+	mixWarm, mix, err := split(d.Mix)
+	if err != nil {
+		return g, err
+	}
+	check := checkAll(func(q query) (string, []string) { return d.Expect(q.name, q.qtype) })
+	probe := query{benchkit.HostName(0), "A"}
+
+	plugins := map[string]string{
+		"k8scrd": fmt.Sprintf("k8scrd {\n        directory %s\n    }", d.ManifestDir),
+		"file":   "file " + d.ZoneFile,
+		"hosts":  fmt.Sprintf("hosts %s {\n        no_reverse\n    }", d.HostsFile),
+	}
+	var specs []serverSpec
+	addrs := map[string]string{}
+	srvIndex := map[string]int{}
+	for _, name := range []string{"k8scrd", "file", "hosts"} {
+		ip := e.ip()
+		addrs[name] = e.hostport(ip)
+		srvIndex[name] = len(specs)
+		specs = append(specs, serverSpec{
+			name:     name,
+			corefile: fmt.Sprintf("example.bench:%d {\n    bind %s\n    %s\n    PPROF\n}\n", *flagPort, ip, plugins[name]),
+			addr:     addrs[name], pprof: ip + ":6053", probe: probe, check: check,
+		})
+	}
+	if err := startAll(e, g, specs); err != nil {
+		return g, err
+	}
+	add := func(server, mixName string, warm, qs []query, baseline string) {
+		g.rows = append(g.rows, &row{group: g.name, name: server + ", " + mixName, baseline: baseline,
+			srv: g.servers[srvIndex[server]], addr: addrs[server], warm: warm, qs: qs, check: check})
+	}
+	add("k8scrd", "hits", hitsWarm, hits, "file, hits")
+	add("file", "hits", hitsWarm, hits, "")
+	add("hosts", "hits", hitsWarm, hits, "file, hits")
+	add("k8scrd", "mix", mixWarm, mix, "file, mix")
+	add("file", "mix", mixWarm, mix, "")
+	return g, nil
+}
+
+// The GSLB fleet: this cluster (eu, measured) and two peers (us, ap, native).
+const (
+	gslbZone  = "gslb.example.com"
+	plainZone = "plain.example.net"
+	gslbHost  = "rr." + gslbZone
+	plainHost = "www." + plainZone
+)
+
+var gslbTargets = map[string][]string{
+	"eu": {"10.10.0.1", "10.10.0.2"},
+	"us": {"10.20.0.1"},
+	"ap": {"10.30.0.1"},
+}
+
+// gslbGroup: the eu server answers a roundRobin gslb host whose answer is
+// assembled from its own targets and two peers' localtargets- answers, and,
+// in the same server block, a plain k8scrd host with the same four targets.
+// Peer answers carry recordTTL 300 and gslb's refresh is 60s, so no peer
+// refresh falls into a window after the warm-up (the idle windows show the
+// background that remains: the store walk every 5 s, Go's sysmon).
+func gslbGroup(e *env) (*group, error) {
+	g := &group{name: "gslb"}
+	all := append(append(append([]string(nil), gslbTargets["eu"]...), gslbTargets["us"]...), gslbTargets["ap"]...)
+	ips := map[string]string{}
+	for _, tag := range []string{"eu", "us", "ap"} {
+		ips[tag] = e.ip()
+		dir := filepath.Join(e.dir, "gslb-"+tag)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return g, err
+		}
+		eps := []string{endpointYAML(gslbHost, gslbTargets[tag], "gslb/strategy", "roundRobin")}
+		if tag == "eu" {
+			eps = append(eps, endpointYAML(plainHost, all))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "hosts.yaml"), []byte(manifestYAML("gslb-hosts", eps...)), 0o644); err != nil {
+			return g, err
+		}
+		if tag == "eu" {
+			continue
+		}
+		cf := filepath.Join(e.dir, "peer-"+tag+".Corefile")
+		body := fmt.Sprintf("%s:%d {\n    bind %s\n    localtargets\n    k8scrd %s {\n        directory %s\n    }\n}\n",
+			gslbZone, *flagPort, ips[tag], gslbZone, dir)
+		if err := os.WriteFile(cf, []byte(body), 0o644); err != nil {
+			return g, err
+		}
+		if err := startNative(e, g, "peer-"+tag, e.bin, "-conf", cf); err != nil {
+			return g, err
+		}
+		if err := waitAnswer(e.hostport(ips[tag]), query{"localtargets-" + gslbHost + ".", "A"},
+			sameAnswer("NOERROR", prefixed("A ", gslbTargets[tag])...), time.Minute); err != nil {
+			return g, fmt.Errorf("peer %s: %v", tag, err)
+		}
+	}
+	eu := e.hostport(ips["eu"])
+	corefile := fmt.Sprintf(`%[1]s:%[2]d %[3]s:%[2]d {
+    bind %[4]s
+    localtargets
+    gslb %[1]s {
+        geotag eu
+        peer us %[5]s
+        peer ap %[6]s
+        strategy roundRobin
+        timeout 2s
+        refresh 60s
+        split_brain_threshold 10m
+        ttl 5
+    }
+    k8scrd %[1]s %[3]s {
+        directory %[7]s
+    }
+    PPROF
+}
+`, gslbZone, *flagPort, plainZone, ips["eu"], e.hostport(ips["us"]), e.hostport(ips["ap"]), filepath.Join(e.dir, "gslb-eu"))
+	check := sameAnswer("NOERROR", prefixed("A ", all)...)
+	err := startAll(e, g, []serverSpec{{name: "gslb-eu", corefile: corefile, addr: eu, pprof: ips["eu"] + ":6053",
+		probe: query{gslbHost + ".", "A"}, check: check}})
+	if err != nil {
+		return g, err
+	}
+	for _, r := range []struct{ name, host, baseline string }{
+		{"gslb host, roundRobin, 2 peers", gslbHost, "plain k8scrd host"},
+		{"plain k8scrd host", plainHost, ""},
+	} {
+		q := query{r.host + ".", "A"}
+		g.rows = append(g.rows, &row{group: g.name, name: r.name, baseline: r.baseline, srv: g.servers[0], addr: eu,
+			warm: repeat(q, *flagWarm), qs: repeat(q, *flagQueries), check: check})
+	}
+	return g, nil
+}
+
+// manifestYAML is a DNSEndpoint object with the given endpoints.
+func manifestYAML(name string, endpoints ...string) string {
+	return fmt.Sprintf("apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: %s\n  namespace: apps\nspec:\n  endpoints:\n%s",
+		name, strings.Join(endpoints, ""))
+}
+
+// endpointYAML is one A endpoint, recordTTL 300, with providerSpecific
+// properties given as name, value pairs.
+func endpointYAML(name string, targets []string, props ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  - dnsName: %s\n    recordType: A\n    recordTTL: 300\n    targets:\n", name)
+	for _, t := range targets {
+		fmt.Fprintf(&b, "    - %q\n", t)
+	}
+	if len(props) > 0 {
+		b.WriteString("    providerSpecific:\n")
+		for i := 0; i+1 < len(props); i += 2 {
+			fmt.Fprintf(&b, "    - name: %s\n      value: %s\n", props[i], props[i+1])
+		}
+	}
+	return b.String()
+}
+
+func prefixed(p string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = p + s
+	}
+	return out
+}
+
+// splitdnsGroup: splitdns with one route and with -routes routes against
+// stock forward with one zone block plus ".", all to one upstream
+// (test/bench/bare, native), with test/bench/splitdns's query names.
+func splitdnsGroup(e *env) (*group, error) {
+	g := &group{name: "splitdns"}
+	upIP := e.ip()
+	up := e.hostport(upIP)
+	if err := startNative(e, g, "upstream", e.bare, "-addr", up); err != nil {
+		return g, err
+	}
+	check := sameAnswer("NOERROR", "A 192.0.2.1")
+	if err := waitAnswer(up, query{"probe.example.com.", "A"}, check, time.Minute); err != nil {
+		return g, fmt.Errorf("upstream: %v", err)
+	}
+	// The names of test/bench/splitdns: nine in ten under zone-0.corp ...
+	// zone-999.corp, one in ten outside every zone. The warm-up covers
+	// every zone at least once, so that no route meets its first query in
+	// a window.
+	name := func(i int) query {
+		if i%10 == 9 {
+			return query{fmt.Sprintf("host-%d.example.com.", i), "A"}
+		}
+		return query{fmt.Sprintf("host-%d.svc.zone-%d.corp.", i, i%1000), "A"}
+	}
+	var warm, qs []query
+	for i := range max(*flagWarm, 1000) {
+		warm = append(warm, name(i))
+	}
+	for i := range *flagQueries {
+		qs = append(qs, name(*flagWarm+i))
+	}
+	splitdns := func(routes int, ip string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, ".:%d {\n    bind %s\n    splitdns {\n", *flagPort, ip)
+		for i := range routes {
+			fmt.Fprintf(&b, "        route zone-%d.corp %s\n", i, up)
+		}
+		fmt.Fprintf(&b, "        default %s\n    }\n    PPROF\n}\n", up)
+		return b.String()
+	}
+	forward := func(ip string) string {
+		return fmt.Sprintf("zone-0.corp:%[1]d {\n    bind %[2]s\n    forward . %[3]s\n}\n.:%[1]d {\n    bind %[2]s\n    forward . %[3]s\n    PPROF\n}\n",
+			*flagPort, ip, up)
+	}
+	type cfg struct{ name, corefile, ip, baseline string }
+	var cfgs []cfg
+	for _, c := range []struct {
+		name, baseline string
+		corefile       func(ip string) string
+	}{
+		{"splitdns, 1 route", "forward, 1 zone", func(ip string) string { return splitdns(1, ip) }},
+		{"forward, 1 zone", "", forward},
+		{fmt.Sprintf("splitdns, %d routes", *flagRoutes), "splitdns, 1 route", func(ip string) string { return splitdns(*flagRoutes, ip) }},
+	} {
+		ip := e.ip()
+		cfgs = append(cfgs, cfg{c.name, c.corefile(ip), ip, c.baseline})
+	}
+	var specs []serverSpec
+	for _, c := range cfgs {
+		specs = append(specs, serverSpec{name: strings.NewReplacer(", ", "-", " ", "-").Replace(c.name), corefile: c.corefile,
+			addr: e.hostport(c.ip), pprof: c.ip + ":6053", probe: query{"host-1.svc.zone-0.corp.", "A"}, check: check})
+	}
+	if err := startAll(e, g, specs); err != nil {
+		return g, err
+	}
+	for i, c := range cfgs {
+		g.rows = append(g.rows, &row{group: g.name, name: c.name, baseline: c.baseline, srv: g.servers[i], addr: e.hostport(c.ip),
+			warm: warm, qs: qs, check: check})
+	}
+	return g, nil
+}
