@@ -176,12 +176,20 @@ func (p *peer) query(ctx context.Context, qname string, qtype uint16) (peerAnswe
 	return pa, err
 }
 
-// probe asks the peer about the zone itself when there is no host to ask
-// about: any well-formed answer shows that the peer answers.
+// probeHost is the host a probe asks about: a name inside the zone that no
+// one declares, so a peer answers it NXDOMAIN (up, no targets). The zone's
+// own name with the prefix (localtargets-gslb.example.com.) would lie in the
+// parent zone, which a peer serving only the GSLB zone refuses (a CoreDNS
+// block for the zone) or leaves unanswered (k8gb's k8s_crd).
+const probeHost = "fleetdns-probe."
+
+// probe asks the peer about a name inside the zone when there is no
+// declared host due to ask about: any well-formed answer, NXDOMAIN
+// included, shows that the peer answers.
 func (p *peer) probe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.g.timeout)
 	defer cancel()
-	_, err := p.query(ctx, p.g.prefix+p.g.zone, dns.TypeA)
+	_, err := p.query(ctx, p.g.prefix+probeHost+p.g.zone, dns.TypeA)
 	return err
 }
 
@@ -269,7 +277,10 @@ func (p *peer) cycle(ctx context.Context) {
 		}
 	}
 	if len(due) == 0 {
-		if state(p.st.Load()) != stateUp {
+		// Nothing to refresh: probe a peer that is not up, and one that is
+		// up but was not heard from for a refresh interval (no host is
+		// declared), so that its state keeps telling the truth.
+		if state(p.st.Load()) != stateUp || now.Sub(time.Unix(0, p.lastOK.Load())) >= g.refresh {
 			p.observe(p.probe())
 		}
 		return

@@ -98,6 +98,9 @@ type fleetOptions struct {
 	// plainZone, when set, is served by the same server block through
 	// k8scrd alone (no gslb): the benchmark's baseline.
 	plainZone string
+	// noHosts starts the clusters with no host declared (a new GSLB zone):
+	// start then waits only until each cluster serves.
+	noHosts bool
 }
 
 // nsName is the default pattern gslb-ns-{geotag}.{zone}.
@@ -217,12 +220,18 @@ func (f *fleet) clusterCorefile(c *cluster, o fleetOptions) string {
 		splitBrain, geo.String(), o.gslbExtra[c.tag]+o.gslbExtra[""], c.dir, keys, zones, lt)
 }
 
-// start runs the parent and every cluster, and waits until each cluster
-// answers its failover host from its primary (so every peer has been asked).
+// startTimeout bounds fleet.start's wait for the fleet to converge.
+const startTimeout = 20 * time.Second
+
+// start runs the parent and every cluster, and waits until the fleet has
+// converged (see converged): every cluster knows every other cluster's
+// targets, so a test's first query sees the whole fleet.
 func (f *fleet) start(t *testing.T, o fleetOptions) {
 	t.Helper()
-	for _, tag := range tags {
-		writeManifest(t, f.clusters[tag].dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
+	if !o.noHosts {
+		for _, tag := range tags {
+			writeManifest(t, f.clusters[tag].dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
+		}
 	}
 	f.setDelegation(t)
 	f.parent = harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
@@ -243,14 +252,71 @@ func (f *fleet) start(t *testing.T, o fleetOptions) {
 		opts = append(opts, harness.WithProbe(hostDefault, dns.TypeA))
 		c.srv = harness.StartCoreDNS(t, f.clusterCorefile(c, o), opts...)
 	}
-	want := f.union("eu")
+	if o.noHosts {
+		return
+	}
+	start := time.Now()
+	if msg, ok := harness.Within(startTimeout, f.converged); !ok {
+		t.Fatalf("fleet start: not converged %v after the last cluster started: %s", startTimeout, msg)
+	}
+	t.Logf("fleet converged %v after the last cluster started", time.Since(start).Round(time.Millisecond))
+}
+
+// converged reports whether every cluster answers the roundRobin host with
+// the union of the targets of every cluster it knows (itself and the
+// clusters in the parent's delegation: each has every such peer up and knows
+// its targets) and the failover host with its first known primary's
+// targets (eu's, unless a test left eu out of the delegation). Peers in the
+// delegation that are not clusters of the fleet (a k8gb cluster, a garbage
+// or oversized peer) are the tests' business: their addresses are left out
+// of the comparison. The roundRobin host is asked over TCP, so that an
+// oversized peer answer is not truncated away. When not converged, the
+// message names the first cluster that is not, what it answered and its
+// explain record (the peers' states and last errors).
+func (f *fleet) converged() (bool, string) {
+	ours := map[string]bool{}
+	for _, ip := range f.union(tags...) {
+		ours[ip] = true
+	}
 	for _, tag := range tags {
 		c := f.clusters[tag]
-		harness.Eventually(t, 15*time.Second, func() (bool, string) {
-			got, err := ask(c.addr, hostFailover, dns.TypeA)
-			return err == nil && equal(got, want), fmt.Sprintf("%s: failover answer %v (%v), want eu's %v", tag, got, err, want)
-		})
+		var known []string
+		for _, other := range tags {
+			if _, delegated := f.delegation[other]; other == tag || delegated {
+				known = append(known, other)
+			}
+		}
+		want := f.union(known...)
+		got, err := ask(c.addr, hostRR, dns.TypeA, harness.TCP)
+		var mine []string
+		for _, ip := range got {
+			if ours[ip] {
+				mine = append(mine, ip)
+			}
+		}
+		if err != nil || !equal(mine, want) {
+			return false, fmt.Sprintf("%s answers %s with %v (%v), want the targets of %v: %v; %s",
+				tag, hostRR, got, err, known, want, f.explain(c, hostRR))
+		}
+		// known is in failover order (eu, us, ap), and every cluster has
+		// targets.
+		if got, err := ask(c.addr, hostFailover, dns.TypeA); err != nil || !equal(got, f.union(known[0])) {
+			return false, fmt.Sprintf("%s answers %s with %v (%v), want the first primary %s's %v; %s",
+				tag, hostFailover, got, err, known[0], f.union(known[0]), f.explain(c, hostFailover))
+		}
 	}
+	return true, ""
+}
+
+// explain returns a cluster's explain record for host, one line, for
+// failure messages (the peers' states, the ages of their answers, their
+// last errors).
+func (f *fleet) explain(c *cluster, host string) string {
+	txt, _, err := askTXTFrom("127.0.0.1", c.addr, "_gslb-explain."+host)
+	if err != nil || len(txt) == 0 {
+		return fmt.Sprintf("no explain record from %s (%v)", c.tag, err)
+	}
+	return fmt.Sprintf("%s's explain: %s", c.tag, strings.Join(txt, "; "))
 }
 
 // ask queries addr over UDP once and returns the sorted answer targets.
