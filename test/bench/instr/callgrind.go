@@ -45,7 +45,7 @@ func startValgrind(dir, name, bin, corefile, pprofAddr string, env []string) (*v
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	s.cmd, s.log = cmd, lf
-	if err := cmd.Start(); err != nil {
+	if err := benchkit.Start(cmd); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}

@@ -41,6 +41,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fleetdns/fleetdns/test/bench/benchkit"
@@ -154,8 +155,10 @@ func main() {
 	}
 	if *flagKeep {
 		log.Printf("work folder: %s", dir)
+		benchkit.StopAllOnSignal(nil)
 	} else {
 		defer os.RemoveAll(dir)
+		benchkit.StopAllOnSignal(func() { os.RemoveAll(dir) })
 	}
 	e := &env{dir: dir, next: 9}
 	e.bin = *flagCoreDNS
@@ -348,7 +351,8 @@ func startNative(e *env, g *group, name string, argv ...string) error {
 		return err
 	}
 	defer lf.Close() // the child has its own descriptor
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := benchkit.Start(cmd); err != nil {
 		return fmt.Errorf("%s: %v", name, err)
 	}
 	g.helpers = append(g.helpers, cmd)
