@@ -273,7 +273,7 @@ func (g *GSLB) collect(h *store.Host, views []tagView) []tagView {
 		}
 		cacheMisses.WithLabelValues(g.zone, v.peer.tag).Inc()
 		p := v.peer
-		chans[i] = g.flight.DoChan(p.tag+"\x00"+h.Name, func() (any, error) { return p.fetch(h.Name) })
+		chans[i] = g.flight.DoChan(p.tag+"\x00"+h.Name, func() (any, error) { return p.fetchIfDue(h.Name) })
 	}
 	timer := time.NewTimer(g.timeout)
 	defer timer.Stop()

@@ -309,10 +309,23 @@ func (p *peer) cycle(ctx context.Context) {
 	wg.Wait()
 }
 
-// fetchShared is fetch through the singleflight group shared with the
+// fetchIfDue is fetch, unless an answer for host that is not due yet is
+// cached: the other path's flight for the same key may have ended between
+// the caller's look at the cache and its own flight, and its answer is as
+// good as a second query to the peer.
+func (p *peer) fetchIfDue(host string) (*hostTargets, error) {
+	if v, ok := p.cache.Load(host); ok {
+		if e := v.(*hostTargets); p.g.now().Before(e.refreshAt) {
+			return e, nil
+		}
+	}
+	return p.fetch(host)
+}
+
+// fetchShared is fetchIfDue through the singleflight group shared with the
 // query path.
 func (p *peer) fetchShared(host string) (*hostTargets, error) {
-	v, err, _ := p.g.flight.Do(p.tag+"\x00"+host, func() (any, error) { return p.fetch(host) })
+	v, err, _ := p.g.flight.Do(p.tag+"\x00"+host, func() (any, error) { return p.fetchIfDue(host) })
 	if err != nil {
 		return nil, err
 	}

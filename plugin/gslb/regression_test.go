@@ -130,3 +130,23 @@ func TestPeerServingOnlyTheZoneIsUp(t *testing.T) {
 		})
 	}
 }
+
+// TestFreshAnswerIsNotFetchedAgain: a refresh cycle that found a host due,
+// or a client query that found no answer cached, does not ask the peer
+// again when the other path's query for the same host ended in between and
+// cached a fresh answer (test/gslb's 50 concurrent misses then cost the
+// peer 4 queries instead of 2).
+func TestFreshAnswerIsNotFetchedAgain(t *testing.T) {
+	g, us, _ := onePeer(t, "timeout 200ms\nrefresh 1h", app)
+	waitReady(t, g)
+	p := g.peers.Load().byTag["us"]
+	eventually(t, "app cached", func() bool { _, ok := p.cache.Load(app); return ok })
+	before := us.queries.Load()
+	e, err := p.fetchShared(app)
+	if err != nil || len(e.a) != 1 || e.a[0].String() != "10.0.2.1" {
+		t.Fatalf("fetchShared(%s) = %+v, %v, want the cached answer", app, e, err)
+	}
+	if n := us.queries.Load() - before; n != 0 {
+		t.Errorf("a fresh cached answer cost the peer %d more queries", n)
+	}
+}
