@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -62,12 +63,12 @@ func TestParseDumpForms(t *testing.T) {
 
 // The end of a heap profile with debug=1 (runtime/pprof writes MemStats).
 func TestParseMemStats(t *testing.T) {
-	prof := "heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 123\n# TotalAlloc = 4567\n# Mallocs = 89\n# PauseNs = [1 2 3]\n# NumGC = 17\n# NumForcedGC = 3\n# DebugGC = false\n"
+	prof := "heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 123\n# TotalAlloc = 4567\n# Mallocs = 89\n# PauseNs = [1 2 3]\n# NumGC = 17\n# NextGC = 18446744073709551615\n# NumForcedGC = 3\n# DebugGC = false\n"
 	got, err := parseMemStats([]byte(prof))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]int64{"NumGC": 17, "NumForcedGC": 3, "TotalAlloc": 4567, "Mallocs": 89, "Alloc": 123} {
+	for k, v := range map[string]int64{"NumGC": 17, "NumForcedGC": 3, "TotalAlloc": 4567, "Mallocs": 89, "Alloc": 123, "NextGC": math.MaxInt64} {
 		if got[k] != v {
 			t.Errorf("%s = %d, want %d", k, got[k], v)
 		}

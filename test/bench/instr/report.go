@@ -26,8 +26,8 @@ func report(root, bin string, groups []*group, took time.Duration) {
 	if !*flagSettle {
 		settled = "each sent as soon as the previous reply arrived"
 	}
-	fmt.Fprintf(&b, "Servers under `valgrind --tool=callgrind --instr-atstart=no %s` with GOMAXPROCS=%q GODEBUG=%q GOGC=%q; %d warm-up queries per row, then %d windows of %d queries each (%d client(s), one query outstanding each, %s, every reply checked); a garbage collection is forced through pprof before each window. Ir = instructions executed in user space by every thread of the server (Go runtime and GC included) while the window was open.\n\n",
-		*flagVGArgs, *flagGOMAXPROCS, *flagGODEBUG, *flagGOGC, *flagWarm, *flagRuns, *flagQueries, *flagClients, settled)
+	fmt.Fprintf(&b, "Servers under `%s` with GOMAXPROCS=%q GODEBUG=%q GOGC=%q; %d warm-up queries per row, then %d windows of %d queries each (%d client(s), one query outstanding each, %s, every reply checked); a garbage collection is forced through pprof before each window. Ir = instructions executed in user space by every thread of the server (Go runtime and GC included) while the window was open.\n\n",
+		strings.Join(append([]string{"valgrind", "--tool=callgrind", "--instr-atstart=no"}, strings.Fields(*flagVGArgs)...), " "), *flagGOMAXPROCS, *flagGODEBUG, *flagGOGC, *flagWarm, *flagRuns, *flagQueries, *flagClients, settled)
 	b.WriteString("| comparison | configuration | Ir/query, each window | spread | Ir/query over baseline | heap B/query | GCs per window | window wall time |\n|---|---|---|---:|---|---:|---|---|\n")
 	for _, g := range groups {
 		by := map[string]*row{}
