@@ -223,8 +223,12 @@ func measure(g *group) error {
 				return err
 			}
 			r.runs = append(r.runs, w)
-			log.Printf("run %d %-28s %10.0f Ir/query  %6.0f B/query  %d GC (headroom %d KiB)  %v", run+1, r.name, w.perQuery(),
-				float64(w.allocBytes)/float64(max(w.n, 1)), w.gcs, w.headroom>>10, w.elapsed.Round(time.Millisecond))
+			headroom := fmt.Sprintf("%d KiB", w.headroom>>10)
+			if w.headroom >= 1<<49 {
+				headroom = "GC off"
+			}
+			log.Printf("run %d %-28s %10.0f Ir/query  %6.0f B/query  %d GC (headroom %s)  %v", run+1, r.name, w.perQuery(),
+				float64(w.allocBytes)/float64(max(w.n, 1)), w.gcs, headroom, w.elapsed.Round(time.Millisecond))
 		}
 		if *flagIdle <= 0 {
 			continue
@@ -267,7 +271,7 @@ func measureWindow(s *vgServer, load func(deadline time.Time) (int, error)) (win
 	}
 	return window{ir: totals["Ir"], n: n, elapsed: elapsed, gcs: int(m1["NumGC"] - m0["NumGC"]),
 		allocBytes: m1["TotalAlloc"] - m0["TotalAlloc"], mallocs: m1["Mallocs"] - m0["Mallocs"],
-		headroom: m0["NextGC"] - m0["HeapAlloc"]}, nil
+		headroom: max(0, min(m0["NextGC"], 1<<50)-m0["HeapAlloc"])}, nil // NextGC is huge with GOGC=off
 }
 
 // startAll starts every server of a group at once (start-up under valgrind
