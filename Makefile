@@ -58,6 +58,7 @@ bench: build
 	FLEETDNS_BENCH=1 FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) \
 		$(GO) test -count=1 -v -timeout 60m ./test/bench/scale
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./plugin/... | tee -a $(BENCH_OUT)
+	$(GO) run ./test/bench/instr -coredns $(CURDIR)/$(BIN) -out $(BENCH_OUT)
 
 # bench-compare: the plugins' Go benchmarks at BASE (default: the merge base
 # with main) against the work tree, alternating, compared with benchstat.

@@ -16,7 +16,8 @@ BIN="$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin"
 
 log() { echo "test-deps: $*" >&2; }
 
-apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux)
+# valgrind: make bench-instr (callgrind); the rest: the tests and make bench.
+apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
