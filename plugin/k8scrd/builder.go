@@ -311,7 +311,7 @@ func (b *builder) merge(name, zone string) *node {
 
 	var sets []rrset
 	var ttls []uint32
-	h := &store.Host{Name: name}
+	h := store.Host{Name: name}
 	skipped := 0
 	owner := objs[0].namespace
 	for _, o := range objs {
@@ -390,9 +390,7 @@ func (b *builder) merge(name, zone string) *node {
 
 	sets = slices.DeleteFunc(sets, func(s rrset) bool { return len(s.rrs) == 0 })
 	slices.SortFunc(sets, func(x, y rrset) int { return cmp.Compare(x.rtype, y.rtype) })
-	n := &node{name: name, host: h, rrsets: slices.Clip(sets)}
-	h.A = addrs(n.get(dns.TypeA))
-	h.AAAA = addrs(n.get(dns.TypeAAAA))
+	n := newNode(name, h, sets)
 	n.cut = name != zone && n.get(dns.TypeNS) != nil
 	return n
 }

@@ -2,6 +2,7 @@ package k8scrd
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -35,6 +36,12 @@ type rrEndpoint struct {
 	rrs    []dns.RR // at the endpoint's TTL; the merged RRset may lower it
 	props  endpoint.ProviderSpecific
 	labels endpoint.Labels
+
+	// Room for the usual endpoint, one target at a name no other endpoint
+	// of the object has: its record and the object's slice of endpoints at
+	// that name live in this allocation (fewer heap objects for the GC).
+	rr1   [1]dns.RR
+	self1 [1]*rrEndpoint
 }
 
 // object is one DNSEndpoint, validated and grouped by name. Immutable once built.
@@ -83,7 +90,12 @@ func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTT
 			bad = append(bad, invalid{reason: reason, msg: fmt.Sprintf("endpoint %d (%s %s): %v", i, ep.DNSName, ep.RecordType, err)})
 			continue
 		}
-		o.names[name] = append(o.names[name], e)
+		if eps := o.names[name]; eps != nil {
+			o.names[name] = append(eps, e)
+		} else {
+			e.self1[0] = e
+			o.names[name] = e.self1[:]
+		}
 	}
 	return o, bad
 }
@@ -102,7 +114,13 @@ func convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32) (string, 
 	if !ok {
 		return "", nil, reasonType, fmt.Errorf("record type %q is not served", ep.RecordType)
 	}
-	e := &rrEndpoint{rtype: rtype, ttl: defaultTTL, props: ep.ProviderSpecific, labels: ep.Labels}
+	e := &rrEndpoint{rtype: rtype, ttl: defaultTTL}
+	if len(ep.ProviderSpecific) > 0 {
+		e.props = ep.ProviderSpecific
+	}
+	if len(ep.Labels) > 0 { // not an empty map kept alive per endpoint
+		e.labels = ep.Labels
+	}
 	if ep.RecordTTL.IsConfigured() {
 		if ep.RecordTTL < 0 || ep.RecordTTL > maxTTL {
 			return "", nil, reasonTTL, fmt.Errorf("recordTTL %d out of range", ep.RecordTTL)
@@ -113,6 +131,7 @@ func convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32) (string, 
 		return "", nil, reasonCNAMEs, fmt.Errorf("a CNAME has one target, not %d", len(ep.Targets))
 	}
 	hdr := dns.RR_Header{Name: name, Rrtype: rtype, Class: dns.ClassINET, Ttl: e.ttl}
+	e.rrs = e.rr1[:0]
 	for _, t := range ep.Targets {
 		rr, _, err := target(hdr, t)
 		if err != nil {
@@ -120,7 +139,45 @@ func convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32) (string, 
 		}
 		e.rrs = append(e.rrs, rr)
 	}
-	return name, e, "", nil
+	return name, packed(e), "", nil
+}
+
+// packed returns e, when it holds one A or AAAA record, as one allocation
+// with the record and its address bytes (the usual endpoint at scale: fewer
+// heap objects for every GC cycle to mark); other endpoints as they are.
+func packed(e *rrEndpoint) *rrEndpoint {
+	if len(e.rrs) != 1 {
+		return e
+	}
+	switch rr := e.rrs[0].(type) {
+	case *dns.A:
+		if ip4 := rr.A.To4(); ip4 != nil {
+			b := &struct {
+				e  rrEndpoint
+				a  dns.A
+				ip [4]byte
+			}{e: *e, a: *rr}
+			copy(b.ip[:], ip4)
+			b.a.A = b.ip[:]
+			b.e.rr1[0] = &b.a
+			b.e.rrs = b.e.rr1[:]
+			return &b.e
+		}
+	case *dns.AAAA:
+		if len(rr.AAAA) == net.IPv6len {
+			b := &struct {
+				e    rrEndpoint
+				aaaa dns.AAAA
+				ip   [16]byte
+			}{e: *e, aaaa: *rr}
+			copy(b.ip[:], rr.AAAA)
+			b.aaaa.AAAA = b.ip[:]
+			b.e.rr1[0] = &b.aaaa
+			b.e.rrs = b.e.rr1[:]
+			return &b.e
+		}
+	}
+	return e
 }
 
 var servedTypes = map[string]uint16{
@@ -143,12 +200,23 @@ func target(hdr dns.RR_Header, t string) (dns.RR, netip.Addr, error) {
 				return nil, netip.Addr{}, fmt.Errorf("%q is not an IPv4 address", t)
 			}
 			a = a.Unmap()
-			return &dns.A{Hdr: hdr, A: a.AsSlice()}, a, nil
+			// The record and its address bytes in one allocation.
+			x := &struct {
+				rr dns.A
+				ip [4]byte
+			}{rr: dns.A{Hdr: hdr}, ip: a.As4()}
+			x.rr.A = x.ip[:]
+			return &x.rr, a, nil
 		}
 		if !a.Is6() || a.Is4In6() {
 			return nil, netip.Addr{}, fmt.Errorf("%q is not an IPv6 address", t)
 		}
-		return &dns.AAAA{Hdr: hdr, AAAA: a.AsSlice()}, a, nil
+		x := &struct {
+			rr dns.AAAA
+			ip [16]byte
+		}{rr: dns.AAAA{Hdr: hdr}, ip: a.As16()}
+		x.rr.AAAA = x.ip[:]
+		return &x.rr, a, nil
 	case dns.TypeCNAME, dns.TypeNS, dns.TypePTR:
 		host, err := hostname(t)
 		if err != nil {

@@ -2,6 +2,9 @@ package k8scrd
 
 import (
 	"hash/maphash"
+	"net"
+	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/fleetdns/fleetdns/internal/store"
@@ -77,4 +80,94 @@ func parent(name string) string {
 		return ""
 	}
 	return name[i+1:]
+}
+
+// newNode returns the node at name holding sets (sorted by type, none
+// empty), its store.Host h completed with the addresses.
+//
+// A query touches the node, its RRset, the record and the record's address;
+// allocated apart they lie in four places of a heap that at 100,000 names is
+// hundreds of megabytes, so each query pays four cache and TLB misses for
+// them, and every GC cycle marks and scans each of them. Nearly every name at
+// that scale holds a single record, so that node is one allocation holding
+// the node, its RRset and the record (an A or AAAA copied in with its
+// address bytes), in the order a query reads them, and its Host after them;
+// other nodes are the node and its Host in one.
+func newNode(name string, h store.Host, sets []rrset) *node {
+	if len(sets) == 1 && len(sets[0].rrs) == 1 {
+		switch rr := sets[0].rrs[0].(type) {
+		case *dns.A:
+			if ip4 := rr.A.To4(); ip4 != nil {
+				b := &aNode{a: *rr, h: h}
+				copy(b.ip[:], ip4)
+				b.a.A = b.ip[:]
+				b.addr[0] = netip.AddrFrom4(b.ip)
+				b.h.A = b.addr[:]
+				b.rr[0] = &b.a
+				b.set[0] = rrset{rtype: dns.TypeA, rrs: b.rr[:]}
+				b.n = node{name: name, host: &b.h, rrsets: b.set[:]}
+				return &b.n
+			}
+		case *dns.AAAA:
+			if len(rr.AAAA) == net.IPv6len {
+				b := &aaaaNode{aaaa: *rr, h: h}
+				copy(b.ip[:], rr.AAAA)
+				b.aaaa.AAAA = b.ip[:]
+				b.addr[0] = netip.AddrFrom16(b.ip)
+				b.h.AAAA = b.addr[:]
+				b.rr[0] = &b.aaaa
+				b.set[0] = rrset{rtype: dns.TypeAAAA, rrs: b.rr[:]}
+				b.n = node{name: name, host: &b.h, rrsets: b.set[:]}
+				return &b.n
+			}
+		}
+		b := &oneNode{h: h}
+		b.rr[0] = sets[0].rrs[0]
+		b.set[0] = rrset{rtype: sets[0].rtype, rrs: b.rr[:]}
+		b.n = node{name: name, host: &b.h, rrsets: b.set[:]}
+		b.h.A = addrs(b.n.get(dns.TypeA))
+		b.h.AAAA = addrs(b.n.get(dns.TypeAAAA))
+		return &b.n
+	}
+	b := &hostNode{h: h}
+	b.n = node{name: name, host: &b.h, rrsets: slices.Clip(sets)}
+	b.h.A = addrs(b.n.get(dns.TypeA))
+	b.h.AAAA = addrs(b.n.get(dns.TypeAAAA))
+	return &b.n
+}
+
+// hostNode is a node and its Host in one allocation.
+type hostNode struct {
+	n node
+	h store.Host
+}
+
+// oneNode is a node of one record with its RRset, record slice and Host.
+type oneNode struct {
+	n   node
+	set [1]rrset
+	rr  [1]dns.RR
+	h   store.Host
+}
+
+// aNode is a node of one A record, the record and its address included.
+type aNode struct {
+	n    node
+	set  [1]rrset
+	rr   [1]dns.RR
+	a    dns.A
+	ip   [4]byte
+	h    store.Host
+	addr [1]netip.Addr
+}
+
+// aaaaNode is a node of one AAAA record, the record and its address included.
+type aaaaNode struct {
+	n    node
+	set  [1]rrset
+	rr   [1]dns.RR
+	aaaa dns.AAAA
+	ip   [16]byte
+	h    store.Host
+	addr [1]netip.Addr
 }
