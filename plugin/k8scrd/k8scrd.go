@@ -4,6 +4,7 @@ package k8scrd
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -34,7 +35,7 @@ type K8sCRD struct {
 func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
 	qname := state.Name()
-	zone := plugin.Zones(k.Zones).Matches(qname)
+	zone := zoneOf(k.Zones, qname)
 	if zone == "" {
 		return plugin.NextOrFailure(k.Name(), k.Next, ctx, w, r)
 	}
@@ -67,6 +68,41 @@ func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 	}
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
+}
+
+// zoneOf returns the longest of zones that qname is in, "" when none: what
+// plugin.Zones.Matches returns, without its two allocations (dns.Split) per
+// zone on every query. Zones are fully qualified.
+func zoneOf(zones []string, qname string) (zone string) {
+	for _, z := range zones {
+		if len(z) > len(zone) && inZone(qname, z) {
+			zone = z
+		}
+	}
+	return zone
+}
+
+// inZone reports whether name is zone or below it (case-insensitive, and a
+// "\." inside a label is not a label boundary).
+func inZone(name, zone string) bool {
+	if zone == "." {
+		return true
+	}
+	i := len(name) - len(zone)
+	if i < 0 || !strings.EqualFold(name[i:], zone) {
+		return false
+	}
+	if i == 0 {
+		return true
+	}
+	if name[i-1] != '.' {
+		return false
+	}
+	escapes := 0
+	for j := i - 2; j >= 0 && name[j] == '\\'; j-- {
+		escapes++
+	}
+	return escapes%2 == 0
 }
 
 // Name implements the plugin.Handler interface.
