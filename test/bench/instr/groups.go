@@ -75,6 +75,7 @@ const (
 	gslbZone  = "gslb.example.com"
 	plainZone = "plain.example.net"
 	gslbHost  = "rr." + gslbZone
+	geoHost   = "geo." + gslbZone
 	plainHost = "www." + plainZone
 )
 
@@ -100,7 +101,8 @@ func gslbGroup(e *env) (*group, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return g, err
 		}
-		eps := []string{endpointYAML(gslbHost, gslbTargets[tag], "gslb/strategy", "roundRobin")}
+		eps := []string{endpointYAML(gslbHost, gslbTargets[tag], "gslb/strategy", "roundRobin"),
+			endpointYAML(geoHost, gslbTargets[tag], "gslb/strategy", "geoip")}
 		if tag == "eu" {
 			eps = append(eps, endpointYAML(plainHost, all))
 		}
@@ -133,6 +135,9 @@ func gslbGroup(e *env) (*group, error) {
         peer us %[5]s
         peer ap %[6]s
         strategy roundRobin
+        geo cidr 10.1.0.0/16 eu
+        geo cidr 10.2.0.0/16 us
+        geo cidr 127.0.0.0/8 ap
         timeout 2s
         refresh 60s
         split_brain_threshold 10m
@@ -150,13 +155,19 @@ func gslbGroup(e *env) (*group, error) {
 	if err != nil {
 		return g, err
 	}
-	for _, r := range []struct{ name, host, baseline string }{
-		{"gslb host, roundRobin, 2 peers", gslbHost, "plain k8scrd host"},
-		{"plain k8scrd host", plainHost, ""},
+	// The geoip host: the client (loopback) maps to ap through `geo cidr`.
+	geoCheck := sameAnswer("NOERROR", prefixed("A ", gslbTargets["ap"])...)
+	for _, r := range []struct {
+		name, host, baseline string
+		check                checker
+	}{
+		{"gslb host, roundRobin, 2 peers", gslbHost, "plain k8scrd host", check},
+		{"gslb host, geoip by source address, 2 peers", geoHost, "plain k8scrd host", geoCheck},
+		{"plain k8scrd host", plainHost, "", check},
 	} {
 		q := query{r.host + ".", "A"}
 		g.rows = append(g.rows, &row{group: g.name, name: r.name, baseline: r.baseline, srv: g.servers[0], addr: eu,
-			warm: repeat(q, *flagWarm), qs: repeat(q, *flagQueries), check: check})
+			warm: repeat(q, *flagWarm), qs: repeat(q, *flagQueries), check: r.check})
 	}
 	return g, nil
 }
