@@ -46,15 +46,16 @@ e2e: build
 
 test: deps vet unit e2e bench-smoke
 
-# bench: every side-by-side comparison (minutes; not in CI). Tables go to
-# stdout and are appended to $(BENCH_OUT); BENCHMARKS.md quotes them.
+# bench: every side-by-side comparison (about an hour; not in CI). Tables go
+# to stdout and are appended to $(BENCH_OUT); BENCHMARKS.md quotes them. The
+# gslb benchmark fails when a strategy misses its goal; the rest still runs.
 BENCH_OUT ?= /tmp/fleetdns-bench.md
 bench: build
 	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 10000 -rounds 5 -seconds 10 -resperf 250000 -out $(BENCH_OUT)
 	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 100000 -rounds 3 -seconds 10 -out $(BENCH_OUT)
 	$(GO) run ./test/bench/splitdns -coredns $(CURDIR)/$(BIN) -routes 1,10,1000 -rounds 7 -seconds 6 -out $(BENCH_OUT)
 	$(GO) run ./test/bench/dnsdist -coredns $(CURDIR)/$(BIN) -routes 1,1000 -rounds 5 -seconds 10 -out $(BENCH_OUT)
-	FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) test/gslb/bench.sh
+	-FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) test/gslb/bench.sh
 	FLEETDNS_BENCH=1 FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_BENCH_OUT=$(BENCH_OUT) \
 		$(GO) test -count=1 -v -timeout 60m ./test/bench/scale
 	CGO_ENABLED=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./plugin/... | tee -a $(BENCH_OUT)
