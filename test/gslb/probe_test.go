@@ -2,8 +2,6 @@ package gslb
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -130,26 +128,10 @@ func metricSample(t *testing.T, hostport, name string, labels map[string]string)
 		pairs = append(pairs, fmt.Sprintf("%s=%q", k, labels[k]))
 	}
 	prefix := name + "{" + strings.Join(pairs, ",") + "} "
-	for _, line := range strings.Split(scrape(t, hostport), "\n") {
+	for _, line := range strings.Split(harness.HTTPBody(t, "http://"+hostport+"/metrics"), "\n") {
 		if v, ok := strings.CutPrefix(line, prefix); ok {
 			return v
 		}
 	}
 	return ""
-}
-
-// scrape returns the text of a Prometheus endpoint.
-func scrape(t *testing.T, hostport string) string {
-	t.Helper()
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + hostport + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -139,19 +139,3 @@ func httpStatus(url string) (bool, string) {
 	io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode == http.StatusOK, resp.Status
 }
-
-// httpBody returns the body of url (e.g. the metrics page).
-func httpBody(t testing.TB, url string) string {
-	t.Helper()
-	cl := http.Client{Timeout: 5 * time.Second}
-	resp, err := cl.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}

@@ -29,7 +29,7 @@ func invalidTotal(t *testing.T, s *server) float64 {
 	t.Helper()
 	var sum float64
 	re := regexp.MustCompile(`(?m)^coredns_k8scrd_invalid_endpoints_total(?:\{[^}]*\})? (\S+)$`)
-	for _, m := range re.FindAllStringSubmatch(httpBody(t, s.MetricsURL), -1) {
+	for _, m := range re.FindAllStringSubmatch(harness.HTTPBody(t, s.MetricsURL), -1) {
 		v, _ := strconv.ParseFloat(m[1], 64)
 		sum += v
 	}

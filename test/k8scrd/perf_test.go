@@ -99,7 +99,7 @@ func TestPropagationDelay(t *testing.T) {
 	t.Logf("  of which the create call itself:        %s", pa)
 	t.Logf("update -> first answer over %d updates: %s", len(upd), pu)
 	// k8scrd's own view of the same delay, as an operator would watch it.
-	metrics := httpBody(t, srv.MetricsURL)
+	metrics := harness.HTTPBody(t, srv.MetricsURL)
 	if !regexp.MustCompile(`(?m)^coredns_k8scrd_propagation_delay_seconds_count [1-9]`).MatchString(metrics) {
 		t.Errorf("coredns_k8scrd_propagation_delay_seconds has no observations after %d changes", n+len(upd))
 	}
