@@ -29,6 +29,20 @@ func k8gbZone() string {
 	return b.String()
 }
 
+// startK8gbPeer runs a k8gb cluster's CoreDNS as a stock `file` server of
+// the GSLB zone (k8gbZone) on an address of its own, not yet in the
+// parent's delegation.
+func startK8gbPeer(t *testing.T) (ip string, srv *harness.CoreDNS) {
+	ip = harness.NewIP(t)
+	srv = harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
+    bind %s
+    file db.zone
+    errors
+}
+`, zone, ip), harness.WithFile("db.zone", k8gbZone()), harness.WithProbe("localtargets-"+hostRR, dns.TypeA))
+	return ip, srv
+}
+
 // TestStockCoreDNSIsAPeer runs a fourth cluster as a k8gb cluster would: a
 // CoreDNS with only stock plugins (`file`) serving localtargets- A records,
 // its name server in the parent's delegation under k8gb's naming
@@ -37,13 +51,7 @@ func k8gbZone() string {
 // k8gb cluster can ask ours the same plain question.
 func TestStockCoreDNSIsAPeer(t *testing.T) {
 	f := newFleet(t)
-	k8gbIP := harness.NewIP(t)
-	k8gb := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
-    bind %s
-    file db.zone
-    errors
-}
-`, zone, k8gbIP), harness.WithFile("db.zone", k8gbZone()), harness.WithProbe("localtargets-"+hostRR, dns.TypeA))
+	k8gbIP, k8gb := startK8gbPeer(t)
 	f.start(t, fleetOptions{})
 
 	// Before the k8gb cluster is in the delegation: the three of us.

@@ -21,13 +21,7 @@ import (
 // answer a cluster gives for it already carries its peers' targets.
 func TestPeersServingOnlyTheZoneAreUp(t *testing.T) {
 	f := newFleet(t)
-	k8gbIP := harness.NewIP(t)
-	k8gb := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
-    bind %s
-    file db.zone
-    errors
-}
-`, zone, k8gbIP), harness.WithFile("db.zone", k8gbZone()), harness.WithProbe("localtargets-"+hostRR, dns.TypeA))
+	k8gbIP, k8gb := startK8gbPeer(t)
 	f.delegation["za"] = nsEntry{name: k8gbNSName("za"), ip: k8gbIP}
 
 	metrics := map[string]string{}
