@@ -1,23 +1,32 @@
-// Package store is the read interface that k8scrd's record store offers to
-// the plugins that run before it in the same server block (localtargets and
-// gslb). They find it in OnStartup, the way k8s_external finds kubernetes:
+// Package store is the contract between the plugins of a server block: the
+// only place where k8scrd, localtargets and gslb meet. k8scrd holds the
+// records and offers them as a Store; localtargets offers this cluster's
+// healthy targets as Targets; gslb reads both. A consumer finds them in
+// OnStartup, the way k8s_external finds kubernetes, through FromConfig and
+// TargetsFromConfig, and never calls another plugin's handler.
 //
-//	h := dnsserver.GetConfig(c).Handler("k8scrd")
-//	p, ok := h.(store.Provider)
-//
-// Everything a Reader returns is immutable: callers may keep it and must not
+// Everything a Store returns is immutable: callers may keep it and must not
 // change it. Lookups take no lock that an update holds.
 package store
 
-import "net/netip"
+import (
+	"net/netip"
 
-// Provider is implemented by the k8scrd handler.
+	"github.com/miekg/dns"
+)
+
+// DefaultPrefix is what a host's first label carries to ask a cluster for
+// its own targets (k8gb's name for it).
+const DefaultPrefix = "localtargets-"
+
+// Provider is implemented by the plugin that holds the records (k8scrd).
 type Provider interface {
-	Store() Reader
+	Store() Store
 }
 
-// Reader reads the current snapshot of the records.
-type Reader interface {
+// Store reads the current snapshot of the records of every source (today
+// DNSEndpoint objects; the cluster's other objects feed the same store).
+type Store interface {
 	// Synced reports whether the first full sync from the source completed.
 	Synced() bool
 	// Host returns what the store declares at name: a lower-case, fully
@@ -25,8 +34,18 @@ type Reader interface {
 	Host(name string) (h *Host, ok bool)
 	// Hosts calls fn for every name declared at or below zone (lower-case,
 	// fully qualified) until fn returns false. It walks a snapshot: meant for
-	// background loops, not the query path.
+	// background work after a change, not the query path.
 	Hosts(zone string, fn func(*Host) bool)
+	// NegativeSOA returns the SOA record for the authority section of a
+	// negative answer at name (NXDOMAIN or NODATA): the SOA of the store's
+	// zone that holds name, with TTL min(SOA TTL, MINIMUM) (RFC 2308 §3).
+	// It is nil when no zone of the store holds name. Shared: do not change it.
+	NegativeSOA(name string) *dns.SOA
+	// Subscribe returns a channel that receives after every change the store
+	// publishes (and at the first sync). Sends never block: a receiver that
+	// is busy gets one pending signal for all the changes it missed, and
+	// reads the store again. cancel ends the subscription.
+	Subscribe() (changed <-chan struct{}, cancel func())
 }
 
 // Host is the merged view of every endpoint declared at one name.
@@ -41,8 +60,9 @@ type Host struct {
 	// even one with no targets. A name with only other types (a CNAME, TXT)
 	// is zone data, never a host whose addresses gslb assembles.
 	AddressDeclared bool
-	// TTL is the address RRsets' TTL (the smallest recordTTL among the
-	// endpoints, RFC 2181 §5.2); TTLSet is false when no endpoint set one.
+	// TTL is the address RRsets' TTL: the smallest recordTTL among the
+	// endpoints (RFC 2181 §5.2), else the store's default. TTLSet is true
+	// when an endpoint set one.
 	TTL    uint32
 	TTLSet bool
 	// Properties are the endpoints' providerSpecific name/value pairs merged
@@ -64,4 +84,7 @@ type Targets interface {
 	// Healthy returns h's address targets minus those whose health checks
 	// fail (all of them when no checks are configured).
 	Healthy(h *Host) (a, aaaa []netip.Addr)
+	// Prefix is what peers put before a host's first label to ask for this
+	// cluster's targets; gslb asks its peers with the same.
+	Prefix() string
 }

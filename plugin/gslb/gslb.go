@@ -14,7 +14,6 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
-	"github.com/coredns/coredns/plugin/pkg/nonwriter"
 	"github.com/coredns/coredns/request"
 	"github.com/fleetdns/fleetdns/internal/store"
 
@@ -46,7 +45,7 @@ type GSLB struct {
 	disc       *discovery
 	ns         *nsPattern
 
-	store store.Reader
+	store store.Store
 	local store.Targets
 
 	peers    atomic.Pointer[peerSet]
@@ -55,7 +54,6 @@ type GSLB struct {
 	walked   atomic.Bool
 	ready    atomic.Bool
 	flight   singleflight.Group
-	soa      atomic.Pointer[soaCache]
 	badPol   sync.Map // host -> property values last logged as invalid
 
 	// policies caches the parsed policy of hosts with GSLB properties,
@@ -75,16 +73,11 @@ type peerSet struct {
 	byTag map[string]*peer
 }
 
-type soaCache struct {
-	rr      *dns.SOA
-	expires time.Time
-}
-
 // New returns a GSLB with the defaults of every setting.
 func New(zone string) *GSLB {
 	g := &GSLB{
 		zone:       zone,
-		prefix:     "localtargets-",
+		prefix:     store.DefaultPrefix,
 		defaults:   policy{strategy: roundRobin, ttl: 30},
 		timeout:    time.Second,
 		refresh:    30 * time.Second,
@@ -101,11 +94,6 @@ func New(zone string) *GSLB {
 
 // Name implements plugin.Handler.
 func (g *GSLB) Name() string { return pluginName }
-
-// GSLBZone is the zone this instance assembles answers for. k8scrd asks, in
-// the same server block, so that it refuses to transfer the zone: a
-// secondary would hold the static declarations, not the answers.
-func (g *GSLB) GSLBZone() string { return g.zone }
 
 // ServeDNS implements plugin.Handler.
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
@@ -193,7 +181,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	if len(m.Answer) == 0 {
 		// NODATA: authoritative, the zone's SOA in authority (RFC 2308 §3).
 		result = resultNodata
-		if soa := g.zoneSOA(ctx, w); soa != nil {
+		if soa := g.store.NegativeSOA(g.zone); soa != nil {
 			m.Ns = []dns.RR{soa}
 		}
 	}
@@ -217,13 +205,8 @@ func addOPT(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope int) *dns.Msg {
 	return m
 }
 
-// host returns the GSLB host at name: declared in the store with an A or
-// AAAA endpoint, not written by the k8gb operator (served as written), not a localtargets name, not the
-// apex and not one of the zone's name servers.
+// host returns the GSLB host at name (isGSLBHost).
 func (g *GSLB) host(name string) (*store.Host, bool) {
-	if name == g.zone || strings.HasPrefix(name, g.prefix) {
-		return nil, false
-	}
 	h, ok := g.store.Host(name)
 	if !ok || !g.isGSLBHost(h) {
 		return nil, false
@@ -341,46 +324,6 @@ func (g *GSLB) clientOf(ctx context.Context, state request.Request, ecs *dns.EDN
 	}
 	addr, bits := ecsClient(ecs, src)
 	return client{ctx: ctx, addr: addr, bits: bits}
-}
-
-// zoneSOA returns the zone's SOA for the authority section of a NODATA
-// answer, as k8scrd serves it (so serial and names agree), with TTL
-// min(SOA TTL, MINIMUM) (RFC 2308 §3). It is asked at most once a second.
-func (g *GSLB) zoneSOA(ctx context.Context, w dns.ResponseWriter) dns.RR {
-	now := g.now()
-	if c := g.soa.Load(); c != nil && now.Before(c.expires) {
-		return c.rr
-	}
-	var soa *dns.SOA
-	if g.Next != nil {
-		q := new(dns.Msg)
-		q.SetQuestion(g.zone, dns.TypeSOA)
-		nw := nonwriter.New(w)
-		if _, err := g.Next.ServeDNS(ctx, nw, q); err == nil && nw.Msg != nil {
-			// The apex's SOA, or, when the GSLB zone is part of a larger
-			// zone, the SOA of that zone in the authority section.
-			for _, rr := range append(nw.Msg.Answer, nw.Msg.Ns...) {
-				if s, ok := rr.(*dns.SOA); ok {
-					soa = dns.Copy(s).(*dns.SOA)
-					break
-				}
-			}
-		}
-	}
-	if soa == nil {
-		// k8scrd did not answer (not synced yet): a minimal SOA of our own.
-		soa = &dns.SOA{
-			Hdr:     dns.RR_Header{Name: g.zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: g.defaults.ttl},
-			Ns:      "gslb-ns-" + g.geotag + "." + g.zone,
-			Mbox:    "hostmaster." + g.zone,
-			Serial:  uint32(now.Unix()),
-			Refresh: 7200, Retry: 1800, Expire: 86400,
-			Minttl: g.defaults.ttl,
-		}
-	}
-	soa.Hdr.Ttl = min(soa.Hdr.Ttl, soa.Minttl)
-	g.soa.Store(&soaCache{rr: soa, expires: now.Add(time.Second)})
-	return soa
 }
 
 // Ready implements ready.Readiness: the peers are discovered (when

@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"fmt"
+	"github.com/fleetdns/fleetdns/internal/store/storetest"
 	"slices"
 	"sync"
 	"testing"
@@ -14,7 +15,7 @@ import (
 const app = "app." + zone
 
 // twoPeers starts peers us and ap beside this cluster eu.
-func twoPeers(t testing.TB, extra string, st *fakeStore) (*GSLB, *next, *fakePeer, *fakePeer) {
+func twoPeers(t testing.TB, extra string, st *storetest.Store) (*GSLB, *next, *fakePeer, *fakePeer) {
 	t.Helper()
 	us := startPeer(t, map[string][]string{app: {"10.0.2.1", "fd00::2:1"}})
 	ap := startPeer(t, map[string][]string{app: {"10.0.3.1"}})
@@ -222,7 +223,7 @@ func TestConcurrentMissesMakeOneQuery(t *testing.T) {
 	// A host declared after the walk: nobody has asked us about it yet.
 	const name = "new." + zone
 	us.set(name, "10.0.2.7")
-	st.put(host(name, "10.0.1.7"))
+	st.Put(host(name, "10.0.1.7"))
 	before := us.queries.Load()
 	var wg sync.WaitGroup
 	for range 50 {

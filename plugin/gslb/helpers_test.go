@@ -3,7 +3,6 @@ package gslb
 import (
 	"context"
 	"net"
-	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,77 +13,25 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/internal/store/storetest"
 
 	"github.com/miekg/dns"
 )
 
 const zone = "gslb.example.com."
 
-// fakeStore is the store.Reader k8scrd offers, with hosts set by the test.
-type fakeStore struct {
-	mu     sync.RWMutex
-	hosts  map[string]*store.Host
-	synced bool
-}
+// zoneSOA is the negative SOA the test store gives for the zone.
+const zoneSOA = zone + " 300 IN SOA ns1." + zone + " hostmaster." + zone + " 42 7200 1800 86400 60"
 
-func newFakeStore(hosts ...*store.Host) *fakeStore {
-	f := &fakeStore{hosts: map[string]*store.Host{}, synced: true}
-	for _, h := range hosts {
-		f.put(h)
-	}
-	return f
-}
-
-func (f *fakeStore) put(h *store.Host) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.hosts[h.Name] = h
-}
-
-func (f *fakeStore) remove(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.hosts, name)
-}
-
-func (f *fakeStore) Synced() bool { return f.synced }
-
-func (f *fakeStore) Host(name string) (*store.Host, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	h, ok := f.hosts[name]
-	return h, ok
-}
-
-func (f *fakeStore) Hosts(z string, fn func(*store.Host) bool) {
-	f.mu.RLock()
-	var hs []*store.Host
-	for _, h := range f.hosts {
-		if dns.IsSubDomain(z, h.Name) {
-			hs = append(hs, h)
-		}
-	}
-	f.mu.RUnlock()
-	for _, h := range hs {
-		if !fn(h) {
-			return
-		}
-	}
+// newFakeStore is the store k8scrd offers, with hosts set by the test.
+func newFakeStore(hosts ...*store.Host) *storetest.Store {
+	s := storetest.New(hosts...)
+	s.SetSOA(zoneSOA)
+	return s
 }
 
 // host builds a store.Host: addresses with a ':' are AAAA targets.
-func host(name string, addrs ...string) *store.Host {
-	h := &store.Host{Name: name, AddressDeclared: true, Properties: map[string]string{}, Labels: map[string]string{}}
-	for _, a := range addrs {
-		ip := netip.MustParseAddr(a)
-		if ip.Is4() {
-			h.A = append(h.A, ip)
-		} else {
-			h.AAAA = append(h.AAAA, ip)
-		}
-	}
-	return h
-}
+var host = storetest.Host
 
 func withProps(h *store.Host, kv ...string) *store.Host {
 	for i := 0; i < len(kv); i += 2 {
@@ -205,7 +152,7 @@ func (n *next) ServeDNS(_ context.Context, w dns.ResponseWriter, r *dns.Msg) (in
 
 // newGSLB parses a gslb block, wires the fake store and next plugin, and
 // starts the background loops.
-func newGSLB(t testing.TB, corefile string, st *fakeStore) (*GSLB, *next) {
+func newGSLB(t testing.TB, corefile string, st *storetest.Store) (*GSLB, *next) {
 	t.Helper()
 	c := caddy.NewTestController("dns", corefile)
 	g, err := parse(c)

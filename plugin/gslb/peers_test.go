@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"fmt"
+	"github.com/fleetdns/fleetdns/internal/store/storetest"
 	"net/netip"
 	"slices"
 	"testing"
@@ -12,13 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func onePeer(t *testing.T, extra string, hosts ...string) (*GSLB, *fakePeer, *fakeStore) {
+func onePeer(t *testing.T, extra string, hosts ...string) (*GSLB, *fakePeer, *storetest.Store) {
 	t.Helper()
 	targets := map[string][]string{}
 	st := newFakeStore()
 	for _, h := range hosts {
 		targets[h] = []string{"10.0.2.1"}
-		st.put(host(h, "10.0.1.1"))
+		st.Put(host(h, "10.0.1.1"))
 	}
 	us := startPeer(t, targets)
 	g, _ := newGSLB(t, fmt.Sprintf(`gslb %s {
@@ -165,7 +166,7 @@ func TestClientQueryWaitsAtMostTimeout(t *testing.T) {
 	// A new host, and the peer stops answering before anyone asked it: the
 	// first client query asks on the query path, bounded by timeout.
 	us.setMode("silent")
-	st.put(host("new."+zone, "10.0.1.9"))
+	st.Put(host("new."+zone, "10.0.1.9"))
 	start := time.Now()
 	m := ask(t, g, "new."+zone, dns.TypeA)
 	if d := time.Since(start); d > 450*time.Millisecond {

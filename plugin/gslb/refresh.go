@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/fleetdns/fleetdns/internal/store"
 )
@@ -17,7 +16,11 @@ import (
 func (g *GSLB) start() {
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.setPeers(nil)
-	go g.runWalk(g.ctx)
+	changed, cancel := g.store.Subscribe()
+	go func() {
+		defer cancel()
+		g.runWalk(g.ctx, changed)
+	}()
 	if g.disc != nil {
 		go g.runDiscovery(g.ctx)
 	}
@@ -80,19 +83,16 @@ func (g *GSLB) setPeers(discovered map[string][]string) {
 }
 
 // runWalk keeps the list of the zone's GSLB hosts that the peer loops
-// prefetch, so that steady-state queries wait on no peer.
-func (g *GSLB) runWalk(ctx context.Context) {
-	interval := min(g.refresh, 5*time.Second)
-	t := time.NewTimer(0)
-	defer t.Stop()
+// prefetch, so that steady-state queries wait on no peer. It reads the store
+// when the store says it changed, never on a timer.
+func (g *GSLB) runWalk(ctx context.Context, changed <-chan struct{}) {
 	for {
+		g.walk()
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-changed:
 		}
-		g.walk()
-		t.Reset(interval)
 	}
 }
 
@@ -147,16 +147,12 @@ func (g *GSLB) walk() {
 	}
 }
 
-// isGSLBHost: a name the store declares in the zone with an A or AAAA
-// endpoint (a CNAME or TXT there is zone data), not written by the k8gb
-// operator (served as written), not a literal localtargets name, not the
-// apex and not one of the zone's name servers.
+// isGSLBHost: an address host of the store (store.Classify: not zone data,
+// not written by the k8gb operator, not a literal localtargets- name) below
+// the apex of the zone, and not one of the zone's name servers.
 func (g *GSLB) isGSLBHost(h *store.Host) bool {
 	name := h.Name
-	if !h.AddressDeclared || h.Verbatim || name == g.zone || !strings.HasSuffix(name, "."+g.zone) {
-		return false
-	}
-	if strings.HasPrefix(name, g.prefix) {
+	if store.Classify(h, g.prefix) != store.Address || !strings.HasSuffix(name, "."+g.zone) {
 		return false
 	}
 	return g.ns == nil || !g.ns.match(name)

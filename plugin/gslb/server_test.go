@@ -25,7 +25,7 @@ type fakeK8scrd struct {
 	Next plugin.Handler
 }
 
-func (f *fakeK8scrd) Store() store.Reader { return serverStore }
+func (f *fakeK8scrd) Store() store.Store { return serverStore }
 
 var _ store.Provider = (*fakeK8scrd)(nil)
 
@@ -74,7 +74,7 @@ func exchangeECS(t *testing.T, server, name, subnet string) []string {
 // documented stanza does not.
 func TestCacheStanzaNeverHandsGeoAnswerToAnotherRegion(t *testing.T) {
 	us := startPeer(t, map[string][]string{app: {"10.0.2.1"}})
-	serverStore.put(host(app, "10.0.1.1"))
+	serverStore.Put(host(app, "10.0.1.1"))
 	block := func(cache string) string {
 		return fmt.Sprintf(`%s:0 {
 	bind 127.0.0.1

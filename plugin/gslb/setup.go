@@ -28,25 +28,20 @@ func setup(c *caddy.Controller) error {
 
 	// Do this in OnStartup, so all plugins have been initialized.
 	c.OnStartup(func() error {
-		h := dnsserver.GetConfig(c).Handler("k8scrd")
-		if h == nil {
-			return plugin.Error(pluginName, errors.New("k8scrd plugin not loaded"))
+		s, err := store.FromConfig(c)
+		if err != nil {
+			return plugin.Error(pluginName, err)
 		}
-		p, ok := h.(store.Provider)
-		if !ok {
-			return plugin.Error(pluginName, errors.New("k8scrd plugin does not implement store.Provider"))
-		}
-		g.store = p.Store()
+		g.store = s
 		// This cluster's own contribution: the healthy targets from
-		// localtargets when it is in the block, else the store's.
-		lt := dnsserver.GetConfig(c).Handler("localtargets")
-		if t, ok := lt.(store.Targets); ok {
-			g.local = t
-		}
-		// Ask peers with the prefix this cluster answers with, unless the
+		// localtargets when it is in the block, else the store's. Peers are
+		// asked with the prefix this cluster answers with, unless the
 		// Corefile says otherwise.
-		if p, ok := lt.(interface{ Prefix() string }); ok && !g.prefixSet {
-			g.prefix = strings.ToLower(p.Prefix())
+		if t := store.TargetsFromConfig(c); t != nil {
+			g.local = t
+			if !g.prefixSet {
+				g.prefix = strings.ToLower(t.Prefix())
+			}
 		}
 		g.start()
 		return nil

@@ -38,6 +38,9 @@ type builder struct {
 
 	// changed, when set, is told the zones each published snapshot changed.
 	changed func(zones []string)
+	// published, when set, is called after every snapshot published: the
+	// store's subscribers hear of it there.
+	published func()
 
 	// owned by run
 	objects  map[string]*object
@@ -133,6 +136,9 @@ func (b *builder) flush() {
 	next.synced = synced
 	b.snap.Store(next)
 	b.swaps.Add(1)
+	if b.published != nil {
+		b.published()
+	}
 	if b.changed != nil && cur.synced {
 		var zones []string
 		for z, zd := range next.zones {

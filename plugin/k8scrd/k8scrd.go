@@ -5,6 +5,7 @@ package k8scrd
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -20,8 +21,8 @@ type K8sCRD struct {
 	Zones []string
 	Fall  fall.F
 
-	noTransfer []string  // GSLB zones in this block: never transferred
-	notifier   *notifier // NOTIFY to secondaries, when transfer is in the block
+	notifier *notifier // NOTIFY to secondaries, when transfer is in the block
+	subs     subscribers
 
 	cfg     *config
 	snap    atomic.Pointer[snapshot]
@@ -109,7 +110,7 @@ func inZone(name, zone string) bool {
 func (k *K8sCRD) Name() string { return "k8scrd" }
 
 // Store implements store.Provider: a live view that always reads the latest snapshot.
-func (k *K8sCRD) Store() store.Reader { return reader{k} }
+func (k *K8sCRD) Store() store.Store { return reader{k} }
 
 type reader struct{ k *K8sCRD }
 
@@ -132,6 +133,60 @@ func (r reader) Hosts(zone string, fn func(*store.Host) bool) {
 					return
 				}
 			}
+		}
+	}
+}
+
+// NegativeSOA implements store.Store: the negative SOA of the zone holding
+// name, the record k8scrd's own NXDOMAIN and NODATA answers carry.
+func (r reader) NegativeSOA(name string) *dns.SOA {
+	zone := zoneOf(r.k.Zones, name)
+	if zone == "" {
+		return nil
+	}
+	z := r.k.snap.Load().zones[zone]
+	if z == nil || len(z.negSOA) == 0 {
+		return nil
+	}
+	return z.negSOA[0].(*dns.SOA)
+}
+
+func (r reader) Subscribe() (<-chan struct{}, func()) { return r.k.subs.add() }
+
+// subscribers are the consumers told of every published snapshot. Their
+// number is the number of plugins that read the store, not tenant input.
+type subscribers struct {
+	mu   sync.Mutex
+	next int
+	chs  map[int]chan struct{}
+}
+
+func (s *subscribers) add() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	if s.chs == nil {
+		s.chs = map[int]chan struct{}{}
+	}
+	id := s.next
+	s.next++
+	s.chs[id] = ch
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		delete(s.chs, id)
+		s.mu.Unlock()
+	}
+}
+
+// publish signals every subscriber without blocking: a busy one keeps one
+// pending signal for all it missed.
+func (s *subscribers) publish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ch := range s.chs {
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
 	}
 }

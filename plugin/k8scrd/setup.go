@@ -57,14 +57,9 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error("k8scrd", err)
 	}
 	c.OnStartup(func() error {
-		// A GSLB zone is assembled at query time by gslb: a transfer would hand
-		// secondaries the static declarations only, so it is refused.
-		if g, ok := dnsserver.GetConfig(c).Handler("gslb").(interface{ GSLBZone() string }); ok {
-			k.noTransfer = append(k.noTransfer, g.GSLBZone())
-		}
 		// With transfer in the block, secondaries are notified of changes.
 		if x, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok {
-			k.notifier = newNotifier(x, k.noTransfer)
+			k.notifier = newNotifier(x, nil)
 		}
 		return k.start()
 	})
@@ -211,13 +206,21 @@ func (k *K8sCRD) start() error {
 		k.builder.changed = k.notifier.changed
 		go k.notifier.run(k.stop)
 	}
+	k.builder.published = k.subs.publish
+	changed, cancel := k.subs.add()
+	defer cancel()
 	go k.builder.run(k.stop)
 	if err := k.source.start(); err != nil {
 		return plugin.Error("k8scrd", err)
 	}
-	deadline := time.Now().Add(k.cfg.startupWait)
-	for !k.snap.Load().synced && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	deadline := time.NewTimer(k.cfg.startupWait)
+	defer deadline.Stop()
+	for waiting := true; waiting && !k.snap.Load().synced; {
+		select {
+		case <-changed:
+		case <-deadline.C:
+			waiting = false
+		}
 	}
 	if !k.snap.Load().synced {
 		log.Warningf("Starting without a first sync after %s: answering SERVFAIL for %v until it completes", k.cfg.startupWait, k.Zones)

@@ -10,8 +10,6 @@ import (
 	"github.com/miekg/dns"
 )
 
-var errGSLBZone = errors.New("k8scrd: a GSLB zone is not transferred")
-
 var errNotSynced = errors.New("k8scrd: no first sync yet, nothing to transfer")
 
 // Transfer implements transfer.Transferer: an AXFR of the zone as the store
@@ -20,10 +18,6 @@ var errNotSynced = errors.New("k8scrd: no first sync yet, nothing to transfer")
 func (k *K8sCRD) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	if plugin.Zones(k.Zones).Matches(zone) != zone {
 		return nil, transfer.ErrNotAuthoritative
-	}
-	if slices.Contains(k.noTransfer, zone) {
-		log.Warningf("Transfer of %s refused: a GSLB zone's answers are assembled at query time", zone)
-		return nil, errGSLBZone
 	}
 	s := k.snap.Load()
 	if !s.synced {

@@ -113,14 +113,6 @@ func TestTruncatedOverUDPWholeOverTCPAndEDNS0(t *testing.T) {
 	}
 }
 
-func TestTransferOfGSLBZoneRefused(t *testing.T) {
-	k, _ := newTestPlugin(t, "example.org", zoneBody, zoneManifests)
-	k.noTransfer = []string{"example.org."}
-	if _, err := k.Transfer("example.org.", 0); err == nil {
-		t.Error("transfer of a GSLB zone must be refused")
-	}
-}
-
 func TestTransferOrderIsCanonical(t *testing.T) {
 	names := []string{"z.example.org.", "example.org.", "a.z.example.org.", "*.example.org.", "b.example.org.", "yljkjljk.a.example.org.", "a.example.org."}
 	sortCanonical(names)

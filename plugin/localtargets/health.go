@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,10 +52,6 @@ func (s targetState) String() string {
 	return "unknown"
 }
 
-// rescanInterval is how often the store is walked for targets that appeared
-// or went away. A new target is checked at once when found.
-var rescanInterval = time.Second
-
 // running holds the running checker for each configuration. On a reload
 // CoreDNS starts the new instance before it stops the old one: the new
 // checker starts from what the old one knew instead of from unknown, so a
@@ -73,7 +68,7 @@ type checker struct {
 	hc     healthCheck
 	zones  []string
 	prefix string
-	reader store.Reader
+	reader store.Store
 	probe  func(ctx context.Context, addr netip.Addr) error
 
 	healthy atomic.Pointer[healthySet]
@@ -122,7 +117,7 @@ func (s healthySet) filter(addrs []netip.Addr) []netip.Addr {
 	return addrs
 }
 
-func newChecker(hc healthCheck, zones []string, prefix string, reader store.Reader) *checker {
+func newChecker(hc healthCheck, zones []string, prefix string, reader store.Store) *checker {
 	c := &checker{hc: hc, zones: zones, prefix: prefix, reader: reader, targets: map[netip.Addr]*target{}}
 	c.probe = c.check
 	c.healthy.Store(&healthySet{})
@@ -153,17 +148,19 @@ func (c *checker) start() {
 	runningMu.Unlock()
 
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	changed, cancel := c.reader.Subscribe()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		tick := time.NewTicker(rescanInterval)
-		defer tick.Stop()
+		defer cancel()
+		// Targets follow the store: a change is scanned for targets that
+		// appeared or went away when the store publishes it, not on a timer.
 		for {
 			c.rescan()
 			select {
 			case <-c.ctx.Done():
 				return
-			case <-tick.C:
+			case <-changed:
 			}
 		}
 	}()
@@ -202,7 +199,8 @@ func (c *checker) rescan() {
 		c.reader.Hosts(zone, func(h *store.Host) bool {
 			// Literal localtargets- names and k8gb's objects are served as
 			// written: their targets are other clusters' or already judged.
-			if h.Verbatim || strings.HasPrefix(h.Name, c.prefix) {
+			switch store.Classify(h, c.prefix) {
+			case store.Verbatim, store.LocalTargets:
 				return true
 			}
 			for _, ip := range h.A {

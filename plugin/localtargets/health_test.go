@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/internal/store/storetest"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
@@ -40,7 +41,7 @@ func TestStateTransitions(t *testing.T) {
 		{false, stateHealthy},
 		{false, stateUnhealthy}, // three failures in a row
 	}
-	c := newChecker(hc, nil, defaultPrefix, newFakeStore())
+	c := newChecker(hc, nil, defaultPrefix, storetest.New())
 	tg := &target{addr: ip, cancel: func() {}}
 	c.targets[ip] = tg
 	for i, s := range steps {
@@ -62,7 +63,7 @@ func TestStateTransitions(t *testing.T) {
 func TestHealthyOnlyAfterFirstPass(t *testing.T) {
 	hc := newHealthCheck()
 	ip := netip.MustParseAddr("10.0.0.1")
-	c := newChecker(hc, nil, defaultPrefix, newFakeStore())
+	c := newChecker(hc, nil, defaultPrefix, storetest.New())
 	tg := &target{addr: ip, cancel: func() {}}
 	c.targets[ip] = tg
 	c.publish()
@@ -115,7 +116,7 @@ func TestTCPCheck(t *testing.T) {
 	}()
 	hc := newHealthCheck()
 	hc.proto, hc.port = "tcp", port
-	c := newChecker(hc, nil, defaultPrefix, newFakeStore())
+	c := newChecker(hc, nil, defaultPrefix, storetest.New())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := c.check(ctx, netip.MustParseAddr("127.0.0.1")); err != nil {
@@ -143,7 +144,7 @@ func TestHTTPCheckSendsHostAndJudgesStatus(t *testing.T) {
 
 	hc := newHealthCheck()
 	hc.proto, hc.port, hc.path, hc.host = "http", port, "/healthz", "app.example.org"
-	c := newChecker(hc, nil, defaultPrefix, newFakeStore())
+	c := newChecker(hc, nil, defaultPrefix, storetest.New())
 	ip := netip.MustParseAddr("127.0.0.1")
 	for _, tt := range []struct {
 		status int
@@ -182,7 +183,7 @@ func TestHTTPSCheckSendsServerName(t *testing.T) {
 
 	hc := newHealthCheck()
 	hc.proto, hc.port, hc.path, hc.host = "https", port, "/", "app.example.org"
-	c := newChecker(hc, nil, defaultPrefix, newFakeStore())
+	c := newChecker(hc, nil, defaultPrefix, storetest.New())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := c.check(ctx, netip.MustParseAddr("127.0.0.1")); err != nil {
@@ -205,7 +206,7 @@ func TestHTTPCheckTimesOut(t *testing.T) {
 
 	hc := newHealthCheck()
 	hc.proto, hc.port, hc.path = "http", port, "/"
-	c := newChecker(hc, nil, defaultPrefix, newFakeStore())
+	c := newChecker(hc, nil, defaultPrefix, storetest.New())
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -221,8 +222,6 @@ func TestHTTPCheckTimesOut(t *testing.T) {
 // 127.0.0.1 listens, 127.0.0.2 refuses. localtargets- answers only the
 // healthy target; when the listener goes away the answer becomes NODATA.
 func TestBackgroundChecksDriveAnswers(t *testing.T) {
-	defer func(d time.Duration) { rescanInterval = d }(rescanInterval)
-	rescanInterval = 20 * time.Millisecond
 
 	l, port := listener(t)
 	go func() {
@@ -235,7 +234,7 @@ func TestBackgroundChecksDriveAnswers(t *testing.T) {
 		}
 	}()
 
-	s := newFakeStore(&store.Host{Name: "app.example.org.", A: addrs("127.0.0.1", "127.0.0.2"), TTL: 5, TTLSet: true})
+	s := storetest.New(&store.Host{Name: "app.example.org.", A: addrs("127.0.0.1", "127.0.0.2"), TTL: 5, TTLSet: true})
 	lt := newTestLocalTargets(s)
 	hc := newHealthCheck()
 	hc.proto, hc.port = "tcp", port
@@ -272,10 +271,8 @@ func TestBackgroundChecksDriveAnswers(t *testing.T) {
 }
 
 func TestRemovedTargetsStopBeingChecked(t *testing.T) {
-	defer func(d time.Duration) { rescanInterval = d }(rescanInterval)
-	rescanInterval = 10 * time.Millisecond
 
-	s := newFakeStore(&store.Host{Name: "app.example.org.", A: addrs("10.0.0.1", "10.0.0.2")})
+	s := storetest.New(&store.Host{Name: "app.example.org.", TTL: 30, A: addrs("10.0.0.1", "10.0.0.2")})
 	hc := newHealthCheck()
 	hc.interval = 10 * time.Millisecond
 	hc.timeout = 10 * time.Millisecond
@@ -297,7 +294,7 @@ func TestRemovedTargetsStopBeingChecked(t *testing.T) {
 		return nil
 	})
 
-	s.set(&store.Host{Name: "app.example.org.", A: addrs("10.0.0.1")})
+	s.Set(&store.Host{Name: "app.example.org.", TTL: 30, A: addrs("10.0.0.1")})
 	waitFor(t, "the removed target gone", func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -330,10 +327,8 @@ func waitFor(t *testing.T, what string, f func() error) {
 // while the first runs, as a Corefile reload does: the healthy target stays
 // healthy from the first moment, before the new checker's own first check.
 func TestReloadKeepsHealthState(t *testing.T) {
-	defer func(d time.Duration) { rescanInterval = d }(rescanInterval)
-	rescanInterval = 10 * time.Millisecond
 
-	s := newFakeStore(&store.Host{Name: "app.example.org.", A: addrs("10.0.0.1", "10.0.0.2")})
+	s := storetest.New(&store.Host{Name: "app.example.org.", TTL: 30, A: addrs("10.0.0.1", "10.0.0.2")})
 	hc := newHealthCheck()
 	hc.interval, hc.timeout = 20*time.Millisecond, 10*time.Millisecond
 	hc.fails = 1000 // the reloaded checker's own (timing out) checks never flip a target in the test

@@ -6,13 +6,11 @@ package localtargets
 import (
 	"context"
 	"net/netip"
-	"strings"
 
 	"github.com/fleetdns/fleetdns/internal/store"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
-	"github.com/coredns/coredns/plugin/pkg/nonwriter"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 )
@@ -23,23 +21,18 @@ type LocalTargets struct {
 	Zones []string
 
 	prefix string
-	ttl    uint32 // for hosts whose endpoints set no recordTTL
-
-	// Set in OnStartup from the k8scrd handler of the same server block.
-	reader store.Reader
-	soa    plugin.Handler // asked for the zone's SOA on NODATA
+	ttl    uint32 // for hosts whose endpoints set no recordTTL; 0: the store's
+	// Set in OnStartup from the store of the same server block.
+	reader store.Store
 
 	health *checker // nil without a healthcheck stanza
 }
 
-const (
-	defaultPrefix = "localtargets-"
-	defaultTTL    = 30 // k8scrd's default for endpoints without recordTTL
-)
+const defaultPrefix = store.DefaultPrefix
 
 // New returns a LocalTargets with the defaults.
 func New() *LocalTargets {
-	return &LocalTargets{prefix: defaultPrefix, ttl: defaultTTL}
+	return &LocalTargets{prefix: defaultPrefix}
 }
 
 // Name implements plugin.Handler.
@@ -50,11 +43,8 @@ func (lt *LocalTargets) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *d
 	state := request.Request{W: w, Req: r}
 	qname := state.Name()
 
-	if lt.reader == nil || plugin.Zones(lt.Zones).Matches(qname) == "" || !strings.HasPrefix(qname, lt.prefix) {
-		return plugin.NextOrFailure(lt.Name(), lt.Next, ctx, w, r)
-	}
-	hostname := qname[len(lt.prefix):]
-	if hostname == "" || hostname[0] == '.' || !lt.reader.Synced() {
+	hostname, ok := store.TargetHost(qname, lt.prefix)
+	if !ok || lt.reader == nil || plugin.Zones(lt.Zones).Matches(qname) == "" || !lt.reader.Synced() {
 		return plugin.NextOrFailure(lt.Name(), lt.Next, ctx, w, r)
 	}
 	// A name the store holds literally (the k8gb operator wrote it) is served
@@ -65,7 +55,7 @@ func (lt *LocalTargets) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *d
 	h, ok := lt.reader.Host(hostname)
 	// Objects written by the k8gb operator hold the assembled global answer;
 	// advertising it as ours would hand peers everyone's targets.
-	if !ok || h.Verbatim {
+	if !ok || store.Classify(h, lt.prefix) == store.Verbatim {
 		return plugin.NextOrFailure(lt.Name(), lt.Next, ctx, w, r)
 	}
 
@@ -74,9 +64,9 @@ func (lt *LocalTargets) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *d
 	m.Authoritative = true
 
 	a, aaaa := lt.Healthy(h)
-	ttl := lt.ttl
-	if h.TTLSet {
-		ttl = h.TTL
+	ttl := h.TTL // the endpoints' recordTTL, else the store's default
+	if !h.TTLSet && lt.ttl > 0 {
+		ttl = lt.ttl
 	}
 	switch state.QType() {
 	case dns.TypeA:
@@ -88,7 +78,9 @@ func (lt *LocalTargets) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *d
 	server := metrics.WithServer(ctx)
 	if len(m.Answer) == 0 {
 		// RFC 2308 §2.2: NODATA, SOA in the authority section.
-		m.Ns = lt.negativeSOA(ctx, w, hostname)
+		if soa := lt.reader.NegativeSOA(hostname); soa != nil {
+			m.Ns = []dns.RR{soa}
+		}
 		answerCount.WithLabelValues(server, "nodata").Inc()
 	} else {
 		answerCount.WithLabelValues(server, "targets").Inc()
@@ -97,8 +89,9 @@ func (lt *LocalTargets) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *d
 	return dns.RcodeSuccess, nil
 }
 
-// Prefix is what peers put before a host's first label to ask for this
-// cluster's targets; gslb in the same block asks its peers with the same.
+// Prefix implements store.Targets: what peers put before a host's first
+// label to ask for this cluster's targets; gslb in the same block asks its
+// peers with the same.
 func (lt *LocalTargets) Prefix() string { return lt.prefix }
 
 // Healthy implements store.Targets: h's targets minus those failing their
@@ -125,31 +118,4 @@ func addressRRs(name string, qtype uint16, ttl uint32, addrs []netip.Addr) []dns
 		}
 	}
 	return rrs
-}
-
-// negativeSOA asks k8scrd, in process, for the SOA of the zone that holds
-// hostname: its SOA answer at the apex, or the SOA of its negative answer
-// below it. The TTL is min(SOA TTL, MINIMUM) as RFC 2308 §3 asks.
-func (lt *LocalTargets) negativeSOA(ctx context.Context, w dns.ResponseWriter, hostname string) []dns.RR {
-	if lt.soa == nil {
-		return nil
-	}
-	q := new(dns.Msg)
-	q.SetQuestion(hostname, dns.TypeSOA)
-	nw := nonwriter.New(w)
-	if _, err := lt.soa.ServeDNS(ctx, nw, q); err != nil || nw.Msg == nil {
-		return nil
-	}
-	for _, section := range [][]dns.RR{nw.Msg.Answer, nw.Msg.Ns} {
-		for _, rr := range section {
-			soa, ok := rr.(*dns.SOA)
-			if !ok {
-				continue
-			}
-			soa = dns.Copy(soa).(*dns.SOA)
-			soa.Hdr.Ttl = min(soa.Hdr.Ttl, soa.Minttl)
-			return []dns.RR{soa}
-		}
-	}
-	return nil
 }

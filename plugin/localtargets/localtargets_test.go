@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/internal/store/storetest"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
@@ -21,24 +22,24 @@ var nextMarker = test.HandlerFunc(func(_ context.Context, w dns.ResponseWriter, 
 	return dns.RcodeRefused, nil
 })
 
-func newTestLocalTargets(s store.Reader) *LocalTargets {
+func newTestLocalTargets(s *storetest.Store) *LocalTargets {
+	s.SetSOA(apexSOA)
 	lt := New()
 	lt.Zones = []string{"example.org."}
 	lt.reader = s
-	lt.soa = fakeSOA{}
 	lt.Next = nextMarker
 	return lt
 }
 
-var testStore = newFakeStore(
+var testStore = storetest.New(
 	&store.Host{Name: "app.example.org.", A: addrs("10.0.0.1", "10.0.0.2"), AAAA: addrs("fd00::1"), TTL: 15, TTLSet: true},
-	&store.Host{Name: "v4only.example.org.", A: addrs("10.0.1.1")},
-	&store.Host{Name: "empty.example.org."},
+	&store.Host{Name: "v4only.example.org.", TTL: 30, A: addrs("10.0.1.1")},
+	&store.Host{Name: "empty.example.org.", TTL: 30},
 	// The k8gb operator wrote both names: its final answer and its localtargets.
-	&store.Host{Name: "k8gb.example.org.", A: addrs("10.9.0.1", "10.9.0.2"), Verbatim: true},
-	&store.Host{Name: "localtargets-k8gb.example.org.", A: addrs("10.9.0.1"), Verbatim: true},
+	&store.Host{Name: "k8gb.example.org.", TTL: 30, A: addrs("10.9.0.1", "10.9.0.2"), Verbatim: true},
+	&store.Host{Name: "localtargets-k8gb.example.org.", TTL: 30, A: addrs("10.9.0.1"), Verbatim: true},
 	// Only the final answer, written by k8gb.
-	&store.Host{Name: "k8gbonly.example.org.", A: addrs("10.8.0.1"), Verbatim: true},
+	&store.Host{Name: "k8gbonly.example.org.", TTL: 30, A: addrs("10.8.0.1"), Verbatim: true},
 )
 
 func nodata(qname string, qtype uint16) test.Case {
@@ -120,8 +121,8 @@ func TestCustomPrefix(t *testing.T) {
 }
 
 func TestBeforeFirstSyncFallsThrough(t *testing.T) {
-	s := newFakeStore(&store.Host{Name: "app.example.org.", A: addrs("10.0.0.1")})
-	s.synced = false
+	s := storetest.New(&store.Host{Name: "app.example.org.", TTL: 30, A: addrs("10.0.0.1")})
+	s.SetSynced(false)
 	lt := newTestLocalTargets(s)
 	tc := fallsThrough("localtargets-app.example.org.", dns.TypeA)
 	rec := dnstest.NewRecorder(&test.ResponseWriter{})
@@ -133,7 +134,7 @@ func TestBeforeFirstSyncFallsThrough(t *testing.T) {
 
 func TestApexSOAForNegativeAnswer(t *testing.T) {
 	// The host at the apex: k8scrd answers its SOA query in the answer section.
-	s := newFakeStore(&store.Host{Name: "example.org."})
+	s := storetest.New(&store.Host{Name: "example.org.", TTL: 30})
 	lt := newTestLocalTargets(s)
 	lt.Zones = []string{"org."}
 	tc := test.Case{Qname: "localtargets-example.org.", Qtype: dns.TypeA,

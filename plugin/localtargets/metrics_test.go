@@ -3,6 +3,7 @@ package localtargets
 import (
 	"context"
 	"errors"
+	"github.com/fleetdns/fleetdns/internal/store/storetest"
 	"net/netip"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestAnswerMetrics(t *testing.T) {
 }
 
 func TestTargetStateMetrics(t *testing.T) {
-	c := newChecker(newHealthCheck(), nil, defaultPrefix, newFakeStore())
+	c := newChecker(newHealthCheck(), nil, defaultPrefix, storetest.New())
 	a, b := netip.MustParseAddr("10.9.9.1"), netip.MustParseAddr("10.9.9.2")
 	ta, tb := &target{addr: a, cancel: func() {}}, &target{addr: b, cancel: func() {}}
 	c.targets[a], c.targets[b] = ta, tb

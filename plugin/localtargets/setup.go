@@ -1,7 +1,6 @@
 package localtargets
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -28,16 +27,11 @@ func setup(c *caddy.Controller) error {
 
 	// Do this in OnStartup, so all plugins have been initialized.
 	c.OnStartup(func() error {
-		h := dnsserver.GetConfig(c).Handler("k8scrd")
-		if h == nil {
-			return plugin.Error(pluginName, errors.New("k8scrd plugin not loaded in this server block"))
+		s, err := store.FromConfig(c)
+		if err != nil {
+			return plugin.Error(pluginName, err)
 		}
-		p, ok := h.(store.Provider)
-		if !ok {
-			return plugin.Error(pluginName, errors.New("k8scrd plugin does not implement store.Provider"))
-		}
-		lt.reader = p.Store()
-		lt.soa = h
+		lt.reader = s
 		if hc != nil {
 			lt.health = newChecker(*hc, lt.Zones, lt.prefix, lt.reader)
 			lt.health.start()

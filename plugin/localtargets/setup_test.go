@@ -15,7 +15,7 @@ func TestParse(t *testing.T) {
 		check   func(t *testing.T, lt *LocalTargets, hc *healthCheck)
 	}{
 		{`localtargets`, "", func(t *testing.T, lt *LocalTargets, hc *healthCheck) {
-			if lt.prefix != "localtargets-" || hc != nil || lt.ttl != 30 {
+			if lt.prefix != "localtargets-" || hc != nil || lt.ttl != 0 {
 				t.Errorf("defaults: prefix %q ttl %d healthcheck %v", lt.prefix, lt.ttl, hc)
 			}
 			if len(lt.Zones) != 1 || lt.Zones[0] != "example.org." {

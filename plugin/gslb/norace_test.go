@@ -1,0 +1,5 @@
+//go:build !race
+
+package gslb
+
+const raceDetector = false

@@ -1,0 +1,63 @@
+package k8scrd
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// TestStoreContract: what localtargets and gslb read of the store, the
+// negative SOA k8scrd's own answers carry, and a signal for every change.
+func TestStoreContract(t *testing.T) {
+	k, dir := newTestPlugin(t, "example.org", "ttl 45\nnegttl 20", map[string]string{
+		"a.yaml": dnsEndpoint("apps", "a", ep("app.example.org", "A", 0, "10.0.0.1")),
+	})
+	s := k.Store()
+
+	soa := s.NegativeSOA("nothing.here.example.org.")
+	if soa == nil || soa.Hdr.Name != "example.org." || soa.Hdr.Ttl != 20 {
+		t.Fatalf("NegativeSOA below the apex = %v; want example.org.'s SOA with TTL min(45, 20)", soa)
+	}
+	if m, _ := ask(t, k, "nothing.example.org.", dns.TypeA); len(m.Ns) != 1 || m.Ns[0].String() != soa.String() {
+		t.Errorf("the NXDOMAIN answer carries %v; NegativeSOA gave %v", m.Ns, soa)
+	}
+	if s.NegativeSOA("example.net.") != nil {
+		t.Error("NegativeSOA of a name outside every zone is not nil")
+	}
+	if h, ok := s.Host("app.example.org."); !ok || h.TTL != 45 || h.TTLSet {
+		t.Errorf("Host = %+v, %v; want the store's default TTL 45, not set by the endpoint", h, ok)
+	}
+
+	changed, cancel := s.Subscribe()
+	defer cancel()
+	select {
+	case <-changed:
+		t.Fatal("a signal before any change")
+	default:
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(dnsEndpoint("apps", "b", ep("new.example.org", "A", 0, "10.0.0.2"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no signal within 5s of a change")
+	}
+	if _, ok := s.Host("new.example.org."); !ok {
+		t.Error("signalled, but the new host is not in the store")
+	}
+
+	cancel()
+	if err := os.Remove(filepath.Join(dir, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the host removed", func() bool { _, ok := s.Host("new.example.org."); return !ok })
+	select {
+	case <-changed:
+		t.Error("a signal after cancel")
+	default:
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package localtargets
+
+const raceDetector = false
