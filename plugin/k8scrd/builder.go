@@ -136,9 +136,6 @@ func (b *builder) flush() {
 	next.synced = synced
 	b.snap.Store(next)
 	b.swaps.Add(1)
-	if b.published != nil {
-		b.published()
-	}
 	if b.changed != nil && cur.synced {
 		var zones []string
 		for z, zd := range next.zones {
@@ -164,6 +161,11 @@ func (b *builder) flush() {
 	}
 	for z, zd := range next.zones {
 		recordsGauge.WithLabelValues(z).Set(float64(zd.records))
+	}
+	// Last: a subscriber woken here (start-up's wait among them) finds the
+	// metrics of the snapshot it reads already set.
+	if b.published != nil {
+		b.published()
 	}
 }
 
