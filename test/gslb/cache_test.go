@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -42,7 +43,7 @@ func TestCacheStanzaKeepsGeoAnswersPerRegion(t *testing.T) {
 	}
 	writeManifest(t, eu.dir, "late.yaml", manifest("late", "apps", nil,
 		endpoint{name: "late." + zone, rtype: "A", ttl: 5, targets: []string{"10.10.9.9"}, properties: map[string]string{"gslb/strategy": "geoip"}}))
-	harness.Eventually(t, 3*peerRefresh, func() (bool, string) {
+	testkit.Eventually(t, 3*peerRefresh, "the late host answered", func() (bool, string) {
 		got, err := ask(eu.addr, "late."+zone, dns.TypeA, harness.ECS(subnetIn("eu")))
 		return err == nil && equal(got, []string{"10.10.9.9"}), fmt.Sprintf("late.%s = %v (%v) after it was declared", zone, got, err)
 	})

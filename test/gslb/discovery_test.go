@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -27,7 +28,7 @@ func TestDiscoveryFollowsTheDelegation(t *testing.T) {
 		t.Helper()
 		for _, tag := range from {
 			c := f.clusters[tag]
-			harness.Eventually(t, 4*peerRefresh, func() (bool, string) {
+			testkit.Eventually(t, 4*peerRefresh, "the fleet's answer", func() (bool, string) {
 				got, err := ask(c.addr, hostRR, dns.TypeA)
 				return err == nil && equal(got, want), fmt.Sprintf("%s: %s at %s = %v (%v), want %v", what, hostRR, tag, got, err, want)
 			})
@@ -53,7 +54,7 @@ func TestDiscoveryFollowsTheDelegation(t *testing.T) {
 	f.delegation["ap"] = nsEntry{name: nsName("ap"), ip: ap.ip}
 	f.setDelegation(t)
 	rr("ap delegated", f.union(tags...), tags...)
-	harness.Eventually(t, 3*peerRefresh, func() (bool, string) {
+	testkit.Eventually(t, 3*peerRefresh, "ap's parent link up", func() (bool, string) {
 		v := metricValue(t, metrics, "coredns_gslb_parent_link", "ap")
 		return v == "1", "ap's coredns_gslb_parent_link = " + v + " after the delegation includes it"
 	})

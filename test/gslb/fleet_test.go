@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -256,7 +257,7 @@ func (f *fleet) start(t *testing.T, o fleetOptions) {
 		return
 	}
 	start := time.Now()
-	if msg, ok := harness.Within(startTimeout, f.converged); !ok {
+	if msg, ok := testkit.Within(startTimeout, f.converged); !ok {
 		t.Fatalf("fleet start: not converged %v after the last cluster started: %s", startTimeout, msg)
 	}
 	t.Logf("fleet converged %v after the last cluster started", time.Since(start).Round(time.Millisecond))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -233,7 +234,7 @@ func TestOversizedPeerAnswerIsBounded(t *testing.T) {
 
 	for _, tag := range tags {
 		c := f.clusters[tag]
-		harness.Eventually(t, 3*peerRefresh, func() (bool, string) {
+		testkit.Eventually(t, 3*peerRefresh, "the answer with the big peer's targets", func() (bool, string) {
 			m, err := harness.Ask(c.addr, hostRR, dns.TypeA, harness.TCP)
 			if err != nil {
 				return false, err.Error()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -74,7 +75,7 @@ func TestHealthChecksLeaveFailingTargetsOut(t *testing.T) {
 
 	expect := func(what string, eu, others []string) {
 		t.Helper()
-		harness.Eventually(t, bound, func() (bool, string) {
+		testkit.Eventually(t, bound, "answers that follow the health change", func() (bool, string) {
 			got, err := ask(f.clusters["eu"].addr, "localtargets-"+hostFailover, dns.TypeA)
 			if err != nil || !equal(got, eu) {
 				return false, fmt.Sprintf("%s: eu's localtargets-%s = %v (%v), want %v", what, hostFailover, got, err, eu)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -68,7 +69,7 @@ func TestStockCoreDNSIsAPeer(t *testing.T) {
 	want := sorted(append(f.union(tags...), k8gbTargets...))
 	for _, tag := range tags {
 		c := f.clusters[tag]
-		harness.Eventually(t, 5*peerRefresh, func() (bool, string) {
+		testkit.Eventually(t, 5*peerRefresh, "the k8gb peer's targets in the answer", func() (bool, string) {
 			got, err := ask(c.addr, hostRR, dns.TypeA)
 			return err == nil && equal(got, want), fmt.Sprintf("%s from %s = %v (%v), want the k8gb peer's targets too: %v", hostRR, tag, got, err, want)
 		})
@@ -104,7 +105,7 @@ func TestStockCoreDNSIsAPeer(t *testing.T) {
 	k8gb.Kill()
 	for _, tag := range tags {
 		c := f.clusters[tag]
-		harness.Eventually(t, splitBrain+2*peerRefresh+slack, func() (bool, string) {
+		testkit.Eventually(t, splitBrain+2*peerRefresh+slack, "the answer without the dead k8gb peer", func() (bool, string) {
 			got, err := ask(c.addr, hostRR, dns.TypeA)
 			return err == nil && equal(got, f.union(tags...)), fmt.Sprintf("%s from %s = %v (%v) after the k8gb peer died", hostRR, tag, got, err)
 		})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -95,7 +96,7 @@ func TestLocalTargetsReadyAfterFirstChecks(t *testing.T) {
 	if s := status(); s == http.StatusOK && time.Since(start) < 1500*time.Millisecond {
 		t.Errorf("ready after %v, before the first check (timeout 2s) came back", time.Since(start))
 	}
-	harness.Eventually(t, 5*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 5*time.Second, "/ready once the store synced", func() (bool, string) {
 		s := status()
 		return s == http.StatusOK, fmt.Sprintf("/ready = %d", s)
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -85,7 +86,7 @@ func TestPeerQueryCost(t *testing.T) {
 	f.start(t, fleetOptions{})
 	eu := f.clusters["eu"]
 	withCnt := sortedAppend(f.union(tags...), cntTarget)
-	harness.Eventually(t, 3*peerRefresh, func() (bool, string) {
+	testkit.Eventually(t, 3*peerRefresh, "cnt's targets in the answer", func() (bool, string) {
 		got, err := ask(eu.addr, hostRR, dns.TypeA)
 		return err == nil && equal(got, withCnt), fmt.Sprintf("%s = %v (%v), want %v", hostRR, got, err, withCnt)
 	})
@@ -111,7 +112,7 @@ func TestPeerQueryCost(t *testing.T) {
 		// A host declared now in eu only: nobody has asked a peer for it.
 		writeManifest(t, eu.dir, "fresh.yaml", manifest("fresh", "apps", nil,
 			endpoint{name: "fresh." + zone, rtype: "A", ttl: 5, targets: f.targets["eu"], properties: map[string]string{"gslb/strategy": "roundRobin"}}))
-		harness.Eventually(t, 3*time.Second, func() (bool, string) {
+		testkit.Eventually(t, 3*time.Second, "eu loaded the fresh host", func() (bool, string) {
 			m := harness.Exchange(t, eu.addr, "localtargets-fresh."+zone, dns.TypeA)
 			return len(m.Answer) > 0, "eu has not loaded fresh." + zone
 		})
@@ -147,7 +148,7 @@ func TestPeerQueryCost(t *testing.T) {
 		without := f.union(tags...)
 		for _, tag := range tags {
 			c := f.clusters[tag]
-			harness.Eventually(t, splitBrain+2*peerRefresh+slack, func() (bool, string) {
+			testkit.Eventually(t, splitBrain+2*peerRefresh+slack, "the answer without silent cnt", func() (bool, string) {
 				got, err := ask(c.addr, hostRR, dns.TypeA)
 				return err == nil && equal(got, without), fmt.Sprintf("%s at %s = %v (%v) with cnt silent", hostRR, tag, got, err)
 			})

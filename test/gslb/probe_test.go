@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -44,7 +45,7 @@ func TestPeersServingOnlyTheZoneAreUp(t *testing.T) {
 	// The clusters start one after another, so a cluster may have found a
 	// later one not running yet: one more probe (a tick) and it is up.
 	for _, tag := range tags {
-		msg, ok := harness.Within(3*peerRefresh+slack, func() (bool, string) {
+		msg, ok := testkit.Within(3*peerRefresh+slack, func() (bool, string) {
 			var bad []string
 			for _, p := range peersOf(tag) {
 				if st := peerStateOf(t, metrics[tag], p); st != "up" {
@@ -63,7 +64,7 @@ func TestPeersServingOnlyTheZoneAreUp(t *testing.T) {
 	// probed, so it is stale, then down after split_brain_threshold.
 	k8gb.Kill()
 	for _, tag := range tags {
-		harness.Eventually(t, splitBrain+3*peerRefresh+slack, func() (bool, string) {
+		testkit.Eventually(t, splitBrain+3*peerRefresh+slack, "the dead peer marked down", func() (bool, string) {
 			st := peerStateOf(t, metrics[tag], "za")
 			return st == "down", fmt.Sprintf("%s's state of the dead peer za = %s, want down", tag, st)
 		})
@@ -75,7 +76,7 @@ func TestPeersServingOnlyTheZoneAreUp(t *testing.T) {
 	for _, tag := range []string{"us", "ap"} {
 		c := f.clusters[tag]
 		writeManifest(t, c.dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
-		harness.Eventually(t, 5*time.Second, func() (bool, string) {
+		testkit.Eventually(t, 5*time.Second, "localtargets- answered at every cluster", func() (bool, string) {
 			got, err := ask(c.addr, "localtargets-"+hostRR, dns.TypeA)
 			return err == nil && equal(got, sorted(f.targets[tag])), fmt.Sprintf("localtargets-%s at %s = %v (%v)", hostRR, tag, got, err)
 		})
@@ -83,7 +84,7 @@ func TestPeersServingOnlyTheZoneAreUp(t *testing.T) {
 	eu := f.clusters["eu"]
 	writeManifest(t, eu.dir, "hosts.yaml", clusterHosts("eu", f.targets["eu"]))
 	var first []string
-	harness.Eventually(t, 5*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 5*time.Second, "eu's first answer for the new host", func() (bool, string) {
 		got, err := ask(eu.addr, hostRR, dns.TypeA)
 		if err != nil || !strings.Contains(strings.Join(got, " "), f.targets["eu"][0]) {
 			return false, fmt.Sprintf("%s at eu = %v (%v): not declared at eu yet", hostRR, got, err)

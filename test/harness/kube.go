@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // Kube is a real Kubernetes API server (kube-apiserver + etcd) on a loopback
@@ -290,7 +292,7 @@ func (k *Kube) adminConfig() *rest.Config {
 
 func (k *Kube) waitEtcd(timeout time.Duration) error {
 	cl := http.Client{Timeout: time.Second}
-	msg, ok := Within(timeout, func() (bool, string) {
+	msg, ok := testkit.Within(timeout, func() (bool, string) {
 		if !k.Etcd.Running() {
 			return false, fmt.Sprintf("etcd exited: %v", k.Etcd.ExitErr())
 		}
@@ -326,7 +328,7 @@ func (k *Kube) waitAPIServer(timeout time.Duration) error {
 		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}},
 	}}
 	defer cl.CloseIdleConnections()
-	msg, ok := Within(timeout, func() (bool, string) {
+	msg, ok := testkit.Within(timeout, func() (bool, string) {
 		if !k.APIServer.Running() {
 			return false, fmt.Sprintf("kube-apiserver exited: %v", k.APIServer.ExitErr())
 		}

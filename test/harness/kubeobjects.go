@@ -29,6 +29,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 const sigterm = syscall.SIGTERM
@@ -149,6 +152,21 @@ func DecodeYAML(manifest string) ([]*unstructured.Unstructured, error) {
 		}
 		out = append(out, &unstructured.Unstructured{Object: obj})
 	}
+}
+
+// EncodeYAML writes objects as one multi-document YAML manifest, the
+// reverse of DecodeYAML (for kubectl's stdin).
+func EncodeYAML(objs ...*unstructured.Unstructured) (string, error) {
+	var b strings.Builder
+	for _, o := range objs {
+		y, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return "", fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return b.String(), nil
 }
 
 // ApplyOption changes TryApply.
@@ -272,62 +290,11 @@ func (k *Kube) Delete(t testing.TB, obj *unstructured.Unstructured) {
 }
 
 // Endpoint is one external-dns endpoint of a DNSEndpoint's spec.
-type Endpoint struct {
-	DNSName          string
-	RecordType       string
-	Targets          []string
-	TTL              int64             // recordTTL; 0 leaves it out
-	SetIdentifier    string            // optional
-	Labels           map[string]string // endpoint labels (k8gb's strategy, weights)
-	ProviderSpecific [][2]string       // name, value pairs, in order
-}
-
-func (e Endpoint) object() map[string]any {
-	m := map[string]any{"dnsName": e.DNSName, "recordType": e.RecordType}
-	targets := make([]any, len(e.Targets))
-	for i, s := range e.Targets {
-		targets[i] = s
-	}
-	m["targets"] = targets
-	if e.TTL != 0 {
-		m["recordTTL"] = e.TTL
-	}
-	if e.SetIdentifier != "" {
-		m["setIdentifier"] = e.SetIdentifier
-	}
-	if len(e.Labels) > 0 {
-		l := map[string]any{}
-		for k, v := range e.Labels {
-			l[k] = v
-		}
-		m["labels"] = l
-	}
-	if len(e.ProviderSpecific) > 0 {
-		var ps []any
-		for _, p := range e.ProviderSpecific {
-			ps = append(ps, map[string]any{"name": p[0], "value": p[1]})
-		}
-		m["providerSpecific"] = ps
-	}
-	return m
-}
+type Endpoint = testkit.Endpoint
 
 // DNSEndpointObject builds a DNSEndpoint object.
 func DNSEndpointObject(namespace, name string, labels map[string]string, eps ...Endpoint) *unstructured.Unstructured {
-	obj := &unstructured.Unstructured{Object: map[string]any{}}
-	obj.SetAPIVersion("externaldns.k8s.io/v1alpha1")
-	obj.SetKind("DNSEndpoint")
-	obj.SetNamespace(namespace)
-	obj.SetName(name)
-	if len(labels) > 0 {
-		obj.SetLabels(labels)
-	}
-	list := make([]any, len(eps))
-	for i, e := range eps {
-		list[i] = e.object()
-	}
-	obj.Object["spec"] = map[string]any{"endpoints": list}
-	return obj
+	return &unstructured.Unstructured{Object: testkit.DNSEndpointObject(namespace, name, labels, eps...)}
 }
 
 // CreateDNSEndpoint creates a DNSEndpoint and returns it as stored.
@@ -347,11 +314,7 @@ func (k *Kube) SetDNSEndpoints(t testing.TB, namespace, name string, eps ...Endp
 		if err != nil {
 			return err
 		}
-		list := make([]any, len(eps))
-		for i, e := range eps {
-			list[i] = e.object()
-		}
-		cur.Object["spec"] = map[string]any{"endpoints": list}
+		cur.Object["spec"] = testkit.DNSEndpointObject(namespace, name, nil, eps...)["spec"]
 		got, err = ri.Update(Context(t), cur, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // NSD is a Debian `nsd` process serving zone files, a reference
@@ -68,7 +70,7 @@ func StartNSD(t testing.TB, zones map[string]string, extraServer ...string) *NSD
 	n := &NSD{Addr: net.JoinHostPort(ip, "53")}
 	n.Process = StartProcess(t, "nsd", bin, []string{"-d", "-c", cf}, dir)
 	for _, origin := range origins {
-		msg, ok := Within(20*time.Second, func() (bool, string) {
+		msg, ok := testkit.Within(20*time.Second, func() (bool, string) {
 			if !n.Running() {
 				return false, fmt.Sprintf("nsd exited: %v", n.ExitErr())
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 )
 
@@ -37,7 +38,7 @@ func digStatus(t *testing.T, addr, name, qtype string) (string, []string) {
 
 func waitDig(t *testing.T, addr, name, qtype, wantStatus string, want ...string) {
 	t.Helper()
-	harness.Eventually(t, propagationBound, func() (bool, string) {
+	testkit.Eventually(t, propagationBound, "the change served", func() (bool, string) {
 		status, data := digStatus(t, addr, name, qtype)
 		ok := status == wantStatus && strings.Join(data, "|") == strings.Join(want, "|")
 		return ok, "dig " + name + " " + qtype + ": " + status + " " + strings.Join(data, "|") + "; want " + wantStatus + " " + strings.Join(want, "|")

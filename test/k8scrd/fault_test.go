@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 )
@@ -118,7 +119,7 @@ func TestAPIServerAndEtcdOutages(t *testing.T) {
 	k.StartAPIServer(t)
 	d = waitA(t, late.Addr, "www.outage.example", "192.0.2.2", 60*time.Second)
 	t.Logf("coredns started while the API server was away: first answer %v after the API server returned", d)
-	harness.Eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 10*time.Second, "the late replica ready", func() (bool, string) {
 		ok, status := httpStatus(late.ReadyURL)
 		return ok, "ready: " + status
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -109,7 +110,7 @@ func answerA(addr, name string) string {
 func waitA(t testing.TB, addr, name, want string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	harness.Eventually(t, timeout, func() (bool, string) {
+	testkit.Eventually(t, timeout, "the new A answer", func() (bool, string) {
 		got := answerA(addr, name)
 		return got == want, fmt.Sprintf("%s A = %s, want %s", name, got, want)
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 )
@@ -169,7 +170,7 @@ func TestScale100kEndpoints(t *testing.T) {
 	start := time.Now()
 	srv := startK8sCRD(t, "scale.example.", source{kubeconfig: k.Kubeconfig}, []string{"namespaces scale"}, nil, false,
 		harness.WithStartTimeout(2*time.Minute))
-	harness.Eventually(t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, 2*time.Minute, "ready at 100k records", func() (bool, string) {
 		ok, status := httpStatus(srv.ReadyURL)
 		return ok, "ready: " + status
 	})

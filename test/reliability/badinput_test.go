@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -100,7 +101,7 @@ func startAuthServer(t *testing.T) *authServer {
 		harness.WithProbe("www."+zone, dns.TypeA))
 	a.addr = a.srv.Addr
 	// Wait until gslb has asked its peer: the answer carries both clusters.
-	harness.Eventually(t, 15*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 15*time.Second, "every cluster's app targets", func() (bool, string) {
 		m, err := harness.Ask(a.addr, appHost, dns.TypeA)
 		return err == nil && len(addrsOf(m)) == 3, "app: " + summary(m, err)
 	})

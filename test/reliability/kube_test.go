@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -34,7 +35,7 @@ func TestEtcdAndAPIServerKilledUnderLoad(t *testing.T) {
     errors
 }
 `, zone, ip, k.Kubeconfig), harness.WithProbe("www."+zone, dns.TypeA))
-	harness.Eventually(t, 30*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 30*time.Second, "www served from the API", func() (bool, string) {
 		m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
 		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.1"}), summary(m, err)
 	})
@@ -57,7 +58,7 @@ func TestEtcdAndAPIServerKilledUnderLoad(t *testing.T) {
 	}
 	k.SetDNSEndpoints(t, "reliability", "www", harness.Endpoint{DNSName: "www.example.org", RecordType: "A", Targets: []string{"192.0.2.2"}})
 	changed := time.Now()
-	harness.Eventually(t, 60*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the first change after etcd returned", func() (bool, string) {
 		m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
 		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.2"}), summary(m, err)
 	})
@@ -83,7 +84,7 @@ func TestEtcdAndAPIServerKilledUnderLoad(t *testing.T) {
 	}
 	k.CreateDNSEndpoint(t, "reliability", "after", nil, harness.Endpoint{DNSName: "after.example.org", RecordType: "A", Targets: []string{"192.0.2.9"}})
 	changed = time.Now()
-	harness.Eventually(t, 60*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 60*time.Second, "the first object created after both returned", func() (bool, string) {
 		m, err := harness.Ask(srv.Addr, "after."+zone, dns.TypeA)
 		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.9"}), summary(m, err)
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -80,7 +81,7 @@ func TestManifestWrittenInPieces(t *testing.T) {
 	}
 	f.Close()
 	completed := time.Now()
-	harness.Eventually(t, 5*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 5*time.Second, "www served from the completed manifest", func() (bool, string) {
 		m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
 		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.2"}), summary(m, err)
 	})
@@ -97,7 +98,7 @@ func TestManifestWrittenInPieces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "extra.yaml"), []byte(extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 5*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 5*time.Second, "new.example.org served from the added file", func() (bool, string) {
 		m, err := harness.Ask(srv.Addr, "new."+zone, dns.TypeA)
 		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.3"}), summary(m, err)
 	})
@@ -128,7 +129,7 @@ func TestManifestReplacedByRename(t *testing.T) {
 	for i, target := range []string{"192.0.2.2", "192.0.2.3", "192.0.2.1", "192.0.2.2"} {
 		writeAtomic(t, dir, "zone.yaml", manifest("zone", ep{name: "www.example.org", rtype: "A", ttl: 60, targets: []string{target}}))
 		changedAt = time.Now()
-		harness.Eventually(t, 5*time.Second, func() (bool, string) {
+		testkit.Eventually(t, 5*time.Second, "www served from the renamed-in file", func() (bool, string) {
 			m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
 			return err == nil && slices.Equal(addrsOf(m), []string{target}), summary(m, err)
 		})
@@ -187,7 +188,7 @@ func TestCorefileReloadUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv.Signal(syscall.SIGUSR1)
-		harness.Eventually(t, 15*time.Second, func() (bool, string) {
+		testkit.Eventually(t, 15*time.Second, "the reloaded TTL served", func() (bool, string) {
 			m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
 			if err != nil || len(m.Answer) == 0 {
 				return false, summary(m, err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -118,7 +119,7 @@ func TestPeerWithThousandsOfTargets(t *testing.T) {
 	p := startSlowPeer(t, 3000)
 	srv, prom := gslbCluster(t, p.ip, "")
 	var peer int
-	harness.Eventually(t, 15*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 15*time.Second, "the slow peer's targets in the answer", func() (bool, string) {
 		m, err := harness.Ask(srv.Addr, appHost, dns.TypeA, harness.TCP)
 		if err != nil {
 			return false, err.Error()
@@ -165,7 +166,7 @@ func TestPeerAnsweringAfterTenSeconds(t *testing.T) {
 	}
 	p := startSlowPeer(t, 1)
 	srv, prom := gslbCluster(t, p.ip, "")
-	harness.Eventually(t, 15*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 15*time.Second, "the peer's targets after it answered", func() (bool, string) {
 		m, err := harness.Ask(srv.Addr, appHost, dns.TypeA)
 		if err != nil {
 			return false, err.Error()
@@ -223,7 +224,7 @@ func TestPeerAnsweringAfterTenSeconds(t *testing.T) {
 
 	p.delay.Store(0)
 	back := time.Now()
-	harness.Eventually(t, 15*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 15*time.Second, "the peer's targets once it is quick again", func() (bool, string) {
 		m, err := harness.Ask(srv.Addr, appHost, dns.TypeA)
 		if err != nil {
 			return false, err.Error()

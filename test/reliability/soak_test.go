@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -112,7 +113,7 @@ func TestSoak(t *testing.T) {
 }
 `, zone, gslbZone, ip, gslbZone, usIP, zone, gslbZone, dir, promAddr), harness.WithProbe("www."+zone, dns.TypeA))
 	promURL := "http://" + promAddr + "/metrics"
-	harness.Eventually(t, 15*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 15*time.Second, "every cluster's app targets at eu", func() (bool, string) {
 		m, err := harness.Ask(eu.Addr, appHost, dns.TypeA)
 		return err == nil && len(addrsOf(m)) == 3, "app: " + summary(m, err)
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 )
 
@@ -47,7 +48,7 @@ func TestReadinessDoesNotWaitForPrivateRoutes(t *testing.T) {
 	start("")
 
 	srv, url := start("ready_requires all", harness.WithoutWait())
-	harness.Eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 10*time.Second, "the ready endpoint up", func() (bool, string) {
 		code, _ := ready(url)
 		return code != 0, "ready endpoint not up"
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 )
 
@@ -90,7 +91,7 @@ func TestSidecarResolvesForAnOrdinaryProgram(t *testing.T) {
 		out, err := exec.Command(ipCmd, "netns", "exec", pod, getent, "hosts", name).CombinedOutput()
 		return strings.TrimSpace(string(out)), err
 	}
-	harness.Eventually(t, 20*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 20*time.Second, "the pod resolving through the sidecar", func() (bool, string) {
 		if !sidecar.Running() {
 			t.Fatalf("sidecar exited: %v\n%s", sidecar.ExitErr(), sidecar.Log())
 		}

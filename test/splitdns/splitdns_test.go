@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -120,7 +121,7 @@ func startUnbound(t *testing.T, ip string) string {
 	dir, conf := unboundConfig(t, ip)
 	p := harness.StartProcess(t, "unbound", bin, []string{"-d", "-c", conf}, dir)
 	addr := ip + ":53"
-	harness.Eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 10*time.Second, "unbound answering", func() (bool, string) {
 		if !p.Running() {
 			t.Fatalf("unbound exited: %v\n%s", p.ExitErr(), p.Log())
 		}
@@ -233,7 +234,7 @@ func TestKubeDNSFilesAndTheirChangeAtRunTime(t *testing.T) {
 
 	// Add a longer stub domain: it takes over its part of the tree, no restart.
 	write("stubDomains", fmt.Sprintf(`{"acme.internal": [%q], "svc.acme.internal": [%q]}`, w.acme, w.svc))
-	harness.Eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 10*time.Second, "svc.acme.internal from the kube-dns stub domain", func() (bool, string) {
 		got := answerA(t, srv.Addr, "svc.acme.internal.")
 		return got == svcApex, "svc.acme.internal answered " + got
 	})
@@ -243,7 +244,7 @@ func TestKubeDNSFilesAndTheirChangeAtRunTime(t *testing.T) {
 
 	// A broken file is logged and the last good routes stay.
 	write("stubDomains", `{"acme.internal": [`)
-	harness.Eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 10*time.Second, "a kubedns error counted", func() (bool, string) {
 		v := metric(t, metrics, "coredns_splitdns_kubedns_errors_total", nil)
 		return v >= 1, fmt.Sprintf("kubedns_errors_total %v", v)
 	})
@@ -273,7 +274,7 @@ func TestDeadFirstUpstreamIsSkipped(t *testing.T) {
 	for i := range 10 {
 		ask(i)
 	}
-	harness.Eventually(t, 5*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 5*time.Second, "the dead upstream marked unhealthy", func() (bool, string) {
 		v := metric(t, metrics, "coredns_splitdns_upstream_healthy", map[string]string{"upstream": dead})
 		return v == 0, fmt.Sprintf("upstream_healthy{%s} = %v", dead, v)
 	})

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 )
 
@@ -64,7 +65,7 @@ func TestDNSOverTLSUpstream(t *testing.T) {
         answer "{{ .Name }} 60 IN A 10.0.3.1"
     }
 }`, tlsIP, cert, key), harness.WithoutWait())
-	harness.Eventually(t, 10*time.Second, func() (bool, string) {
+	testkit.Eventually(t, 10*time.Second, "the TLS upstream listening", func() (bool, string) {
 		c, err := net.DialTimeout("tcp", tlsIP+":853", 200*time.Millisecond)
 		if err != nil {
 			return false, err.Error()

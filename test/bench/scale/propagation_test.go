@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 )
@@ -97,7 +98,7 @@ func measurePropagation(t *testing.T, k *harness.Kube, s *server, ns string, n i
 	addr := func(i int) string { return fmt.Sprintf("192.0.%d.%d", 2+i/250, 1+i%250) }
 	// Warm-up: the watch is established and one change has gone through.
 	k.CreateDNSEndpoint(t, ns, "warmup", nil, harness.Endpoint{DNSName: "warmup.prop.scale.bench", RecordType: "A", Targets: []string{"192.0.2.250"}})
-	harness.Eventually(t, answerWithin, func() (bool, string) {
+	testkit.Eventually(t, answerWithin, "the warm-up record served", func() (bool, string) {
 		got, err := answerA(s.addr, "warmup.prop.scale.bench")
 		return err == nil && len(got) == 1, fmt.Sprintf("warmup: %v %v", got, err)
 	})
