@@ -8,7 +8,6 @@ import (
 
 	"github.com/fleetdns/fleetdns/test/harness"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
 
 // kustomize renders a kustomization folder (relative to the repository
@@ -37,20 +36,6 @@ func wouldStartPods(o *unstructured.Unstructured) bool {
 	return false
 }
 
-func manifestOf(t *testing.T, objs []*unstructured.Unstructured) string {
-	t.Helper()
-	var b strings.Builder
-	for _, o := range objs {
-		y, err := yaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString("---\n")
-		b.Write(y)
-	}
-	return b.String()
-}
-
 var reApplied = regexp.MustCompile(`(?m)^(\S+) serverside-applied( \(server dry run\))?$`)
 
 // kubectlApply applies objs with `kubectl apply --server-side` (plus extra
@@ -62,7 +47,7 @@ func kubectlApply(t *testing.T, k *harness.Kube, objs []*unstructured.Unstructur
 	}
 	args := append([]string{"apply", "--server-side"}, extra...)
 	args = append(args, "-f", "-")
-	out, err := k.KubectlStdin(manifestOf(t, objs), args...)
+	out, err := k.KubectlStdin(harness.EncodeYAML(t, objs...), args...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

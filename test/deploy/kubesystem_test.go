@@ -46,7 +46,7 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 	}
 
 	t.Run("plain server-side apply reports the conflict with kubeadm's fields", func(t *testing.T) {
-		out, err := k.KubectlStdin(manifestOf(t, stored), "apply", "--server-side", "-f", "-")
+		out, err := k.KubectlStdin(harness.EncodeYAML(t, stored...), "apply", "--server-side", "-f", "-")
 		if err == nil || !strings.Contains(out, "conflict") {
 			t.Fatalf("want a field-manager conflict without --force-conflicts (docs/kube-system.md says to use it), got err %v:\n%s", err, out)
 		}

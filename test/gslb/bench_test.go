@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
@@ -74,8 +75,8 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 	f := newFleet(t)
 	eu := f.clusters["eu"]
 	// The plain host has as many A targets as the roundRobin host's answer.
-	writeManifest(t, eu.dir, "plain.yaml", manifest("plain", "apps", nil,
-		endpoint{name: "www." + plainZone, rtype: "A", ttl: 5, targets: f.union(tags...)}))
+	writeManifest(t, eu.dir, "plain.yaml", testkit.DNSEndpoint("apps", "plain", nil,
+		testkit.Endpoint{DNSName: "www." + plainZone, RecordType: "A", TTL: 5, Targets: f.union(tags...)}))
 	// dnsperf's queries come from loopback: map it to a tag so that geoip
 	// without a client subnet does a real lookup (to ap), as one from a
 	// client network would; the subnet variant asks for us's network.

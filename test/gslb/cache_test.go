@@ -41,8 +41,8 @@ func TestCacheStanzaKeepsGeoAnswersPerRegion(t *testing.T) {
 	if m.Rcode != dns.RcodeNameError {
 		t.Fatalf("late.%s before it is declared: %s, want NXDOMAIN", zone, dns.RcodeToString[m.Rcode])
 	}
-	writeManifest(t, eu.dir, "late.yaml", manifest("late", "apps", nil,
-		endpoint{name: "late." + zone, rtype: "A", ttl: 5, targets: []string{"10.10.9.9"}, properties: map[string]string{"gslb/strategy": "geoip"}}))
+	writeManifest(t, eu.dir, "late.yaml", testkit.DNSEndpoint("apps", "late", nil,
+		testkit.Endpoint{DNSName: "late." + zone, RecordType: "A", TTL: 5, Targets: []string{"10.10.9.9"}, ProviderSpecific: [][2]string{{"gslb/strategy", "geoip"}}}))
 	testkit.Eventually(t, 3*peerRefresh, "the late host answered", func() (bool, string) {
 		got, err := ask(eu.addr, "late."+zone, dns.TypeA, harness.ECS(subnetIn("eu")))
 		return err == nil && equal(got, []string{"10.10.9.9"}), fmt.Sprintf("late.%s = %v (%v) after it was declared", zone, got, err)

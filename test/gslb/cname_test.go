@@ -3,6 +3,7 @@ package gslb
 import (
 	"testing"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -16,9 +17,9 @@ func TestNamesWithoutAddressesAreNotGSLBHosts(t *testing.T) {
 	f := newFleet(t)
 	alias, txt := "alias."+zone, "info."+zone
 	for _, tag := range tags {
-		writeManifest(t, f.clusters[tag].dir, "extra.yaml", manifest("extra", "apps", nil,
-			endpoint{name: alias, rtype: "CNAME", ttl: 30, targets: []string{"app.example.net"}},
-			endpoint{name: txt, rtype: "TXT", ttl: 30, targets: []string{"owner=platform"}}))
+		writeManifest(t, f.clusters[tag].dir, "extra.yaml", testkit.DNSEndpoint("apps", "extra", nil,
+			testkit.Endpoint{DNSName: alias, RecordType: "CNAME", TTL: 30, Targets: []string{"app.example.net"}},
+			testkit.Endpoint{DNSName: txt, RecordType: "TXT", TTL: 30, Targets: []string{"owner=platform"}}))
 	}
 	f.start(t, fleetOptions{})
 	for _, tag := range tags {

@@ -3,9 +3,11 @@ package gslb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,22 +137,22 @@ func newFleet(t *testing.T) *fleet {
 // TTLs: recordTTL 7, the weighted host's gslb/ttl 11, the default host's
 // the Corefile's ttl 5.
 func clusterHosts(tag string, own []string) string {
-	return manifest("gslb-hosts", "apps", nil,
-		endpoint{name: hostFailover, rtype: "A", ttl: 7, targets: own,
-			properties: map[string]string{"gslb/strategy": "failover", "gslb/primary": "eu,us,ap"}},
-		endpoint{name: hostRR, rtype: "A", ttl: 7, targets: own,
-			properties: map[string]string{"gslb/strategy": "roundRobin"}},
-		endpoint{name: hostWeighted, rtype: "A", ttl: 7, targets: own,
-			properties: map[string]string{"gslb/strategy": "weighted", "gslb/weight": "eu=0,us=1,ap=1", "gslb/ttl": "11"}},
-		endpoint{name: hostGeo, rtype: "A", ttl: 7, targets: own,
-			properties: map[string]string{"gslb/strategy": "geoip"}},
-		endpoint{name: hostDual, rtype: "A", ttl: 7, targets: own,
-			properties: map[string]string{"gslb/strategy": "failover", "gslb/primary": "us,eu,ap"}},
-		endpoint{name: hostDual, rtype: "AAAA", ttl: 7, targets: v6Of[tag]},
-		endpoint{name: hostDualRR, rtype: "A", ttl: 7, targets: own,
-			properties: map[string]string{"gslb/strategy": "roundRobin"}},
-		endpoint{name: hostDualRR, rtype: "AAAA", ttl: 7, targets: v6Of[tag]},
-		endpoint{name: hostDefault, rtype: "A", targets: own}, // no recordTTL: the Corefile ttl
+	return testkit.DNSEndpoint("apps", "gslb-hosts", nil,
+		testkit.Endpoint{DNSName: hostFailover, RecordType: "A", TTL: 7, Targets: own,
+			ProviderSpecific: [][2]string{{"gslb/primary", "eu,us,ap"}, {"gslb/strategy", "failover"}}},
+		testkit.Endpoint{DNSName: hostRR, RecordType: "A", TTL: 7, Targets: own,
+			ProviderSpecific: [][2]string{{"gslb/strategy", "roundRobin"}}},
+		testkit.Endpoint{DNSName: hostWeighted, RecordType: "A", TTL: 7, Targets: own,
+			ProviderSpecific: [][2]string{{"gslb/strategy", "weighted"}, {"gslb/ttl", "11"}, {"gslb/weight", "eu=0,us=1,ap=1"}}},
+		testkit.Endpoint{DNSName: hostGeo, RecordType: "A", TTL: 7, Targets: own,
+			ProviderSpecific: [][2]string{{"gslb/strategy", "geoip"}}},
+		testkit.Endpoint{DNSName: hostDual, RecordType: "A", TTL: 7, Targets: own,
+			ProviderSpecific: [][2]string{{"gslb/primary", "us,eu,ap"}, {"gslb/strategy", "failover"}}},
+		testkit.Endpoint{DNSName: hostDual, RecordType: "AAAA", TTL: 7, Targets: v6Of[tag]},
+		testkit.Endpoint{DNSName: hostDualRR, RecordType: "A", TTL: 7, Targets: own,
+			ProviderSpecific: [][2]string{{"gslb/strategy", "roundRobin"}}},
+		testkit.Endpoint{DNSName: hostDualRR, RecordType: "AAAA", TTL: 7, Targets: v6Of[tag]},
+		testkit.Endpoint{DNSName: hostDefault, RecordType: "A", Targets: own}, // no recordTTL: the Corefile ttl
 	)
 }
 
@@ -158,21 +160,17 @@ func clusterHosts(tag string, own []string) string {
 // and the glue of its name servers.
 func (f *fleet) parentManifest() string {
 	var ns []string
-	var glue []endpoint
-	keys := make(map[string]string, len(f.delegation))
-	for tag := range f.delegation {
-		keys[tag] = ""
-	}
-	for _, tag := range sortedKeys(keys) {
+	var glue []testkit.Endpoint
+	for _, tag := range slices.Sorted(maps.Keys(f.delegation)) {
 		e := f.delegation[tag]
 		ns = append(ns, e.name)
-		glue = append(glue, endpoint{name: e.name, rtype: "A", ttl: 60, targets: []string{e.ip}})
+		glue = append(glue, testkit.Endpoint{DNSName: e.name, RecordType: "A", TTL: 60, Targets: []string{e.ip}})
 	}
-	eps := append([]endpoint{
-		{name: "www." + parent, rtype: "A", ttl: 60, targets: []string{"192.0.2.1"}},
-		{name: zone, rtype: "NS", ttl: 60, targets: ns},
+	eps := append([]testkit.Endpoint{
+		{DNSName: "www." + parent, RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}},
+		{DNSName: zone, RecordType: "NS", TTL: 60, Targets: ns},
 	}, glue...)
-	return manifest("delegation", "dns", nil, eps...)
+	return testkit.DNSEndpoint("dns", "delegation", nil, eps...)
 }
 
 // setDelegation rewrites the parent's delegation; k8scrd serves it at once.

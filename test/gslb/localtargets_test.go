@@ -24,8 +24,8 @@ func TestLocalTargetsLargeAnswer(t *testing.T) {
 	for i := range 100 {
 		targets = append(targets, fmt.Sprintf("10.70.0.%d", i+1))
 	}
-	writeManifest(t, dir, "big.yaml", manifest("big", "apps", nil,
-		endpoint{name: "big." + zone, rtype: "A", ttl: 7, targets: targets}))
+	writeManifest(t, dir, "big.yaml", testkit.DNSEndpoint("apps", "big", nil,
+		testkit.Endpoint{DNSName: "big." + zone, RecordType: "A", TTL: 7, Targets: targets}))
 	srv := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
     localtargets
@@ -66,8 +66,8 @@ func TestLocalTargetsReadyAfterFirstChecks(t *testing.T) {
 	t.Cleanup(func() { close(hang); hs.Close() })
 
 	dir := t.TempDir()
-	writeManifest(t, dir, "app.yaml", manifest("app", "apps", nil,
-		endpoint{name: "app." + zone, rtype: "A", ttl: 7, targets: []string{target}}))
+	writeManifest(t, dir, "app.yaml", testkit.DNSEndpoint("apps", "app", nil,
+		testkit.Endpoint{DNSName: "app." + zone, RecordType: "A", TTL: 7, Targets: []string{target}}))
 	readyAddr := harness.HostPort(t, ip)
 	start := time.Now()
 	srv := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -127,8 +128,8 @@ func TestFailoverWhenClusterStopsOrDies(t *testing.T) {
 			// the peer answer cache and may wait on eu, at most the timeout.
 			us := f.clusters["us"]
 			fresh := "fresh-" + strings.ToLower(name) + "." + zone
-			writeManifest(t, us.dir, "fresh.yaml", manifest("fresh", "apps", nil,
-				endpoint{name: fresh, rtype: "A", ttl: 7, targets: f.targets["us"], properties: map[string]string{"gslb/strategy": "roundRobin"}}))
+			writeManifest(t, us.dir, "fresh.yaml", testkit.DNSEndpoint("apps", "fresh", nil,
+				testkit.Endpoint{DNSName: fresh, RecordType: "A", TTL: 7, Targets: f.targets["us"], ProviderSpecific: [][2]string{{"gslb/strategy", "roundRobin"}}}))
 			var slowest time.Duration
 			for n := 0; ; n++ {
 				start := time.Now()

@@ -77,11 +77,11 @@ func TestPeerQueryCost(t *testing.T) {
 	// 20 more roundRobin hosts in every cluster.
 	const extra = 20
 	for _, tag := range tags {
-		var eps []endpoint
+		var eps []testkit.Endpoint
 		for i := range extra {
-			eps = append(eps, endpoint{name: fmt.Sprintf("h%d.%s", i, zone), rtype: "A", ttl: 5, targets: f.targets[tag]})
+			eps = append(eps, testkit.Endpoint{DNSName: fmt.Sprintf("h%d.%s", i, zone), RecordType: "A", TTL: 5, Targets: f.targets[tag]})
 		}
-		writeManifest(t, f.clusters[tag].dir, "extra.yaml", manifest("extra", "apps", nil, eps...))
+		writeManifest(t, f.clusters[tag].dir, "extra.yaml", testkit.DNSEndpoint("apps", "extra", nil, eps...))
 	}
 	f.start(t, fleetOptions{})
 	eu := f.clusters["eu"]
@@ -110,8 +110,8 @@ func TestPeerQueryCost(t *testing.T) {
 
 	t.Run("concurrent misses for one host make one query", func(t *testing.T) {
 		// A host declared now in eu only: nobody has asked a peer for it.
-		writeManifest(t, eu.dir, "fresh.yaml", manifest("fresh", "apps", nil,
-			endpoint{name: "fresh." + zone, rtype: "A", ttl: 5, targets: f.targets["eu"], properties: map[string]string{"gslb/strategy": "roundRobin"}}))
+		writeManifest(t, eu.dir, "fresh.yaml", testkit.DNSEndpoint("apps", "fresh", nil,
+			testkit.Endpoint{DNSName: "fresh." + zone, RecordType: "A", TTL: 5, Targets: f.targets["eu"], ProviderSpecific: [][2]string{{"gslb/strategy", "roundRobin"}}}))
 		testkit.Eventually(t, 3*time.Second, "eu loaded the fresh host", func() (bool, string) {
 			m := harness.Exchange(t, eu.addr, "localtargets-fresh."+zone, dns.TypeA)
 			return len(m.Answer) > 0, "eu has not loaded fresh." + zone

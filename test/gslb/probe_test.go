@@ -2,6 +2,8 @@ package gslb
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,7 +121,7 @@ func peerStateOf(t *testing.T, hostport, peer string) string {
 func metricSample(t *testing.T, hostport, name string, labels map[string]string) string {
 	t.Helper()
 	var pairs []string
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		pairs = append(pairs, fmt.Sprintf("%s=%q", k, labels[k]))
 	}
 	prefix := name + "{" + strings.Join(pairs, ",") + "} "

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -280,11 +281,11 @@ func writeK8gbObjects(t *testing.T, f *fleet) {
 	for _, tag := range []string{"eu", "us"} {
 		// The legacy label in us, the current one in eu.
 		label := map[string]string{"eu": "k8gb.io/dnstype", "us": "k8gb.absa.oss/dnstype"}[tag]
-		writeManifest(t, f.clusters[tag].dir, "k8gb.yaml", manifest("k8gb-app", "k8gb", map[string]string{label: "local"},
-			endpoint{name: "localtargets-" + hostK8gb, rtype: "A", ttl: 30, targets: k8gbLocal[tag],
-				labels: map[string]string{"strategy": "roundRobin"}},
-			endpoint{name: hostK8gb, rtype: "A", ttl: 30, targets: k8gbAnswer[tag],
-				labels: map[string]string{"strategy": "roundRobin"}},
+		writeManifest(t, f.clusters[tag].dir, "k8gb.yaml", testkit.DNSEndpoint("k8gb", "k8gb-app", map[string]string{label: "local"},
+			testkit.Endpoint{DNSName: "localtargets-" + hostK8gb, RecordType: "A", TTL: 30, Targets: k8gbLocal[tag],
+				Labels: map[string]string{"strategy": "roundRobin"}},
+			testkit.Endpoint{DNSName: hostK8gb, RecordType: "A", TTL: 30, Targets: k8gbAnswer[tag],
+				Labels: map[string]string{"strategy": "roundRobin"}},
 		))
 	}
 }

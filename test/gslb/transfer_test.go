@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -18,9 +19,9 @@ func TestGSLBZoneIsNotTransferred(t *testing.T) {
 	ip := harness.NewIP(t)
 	const other = "static.example.org."
 	dir := t.TempDir()
-	writeManifest(t, dir, "hosts.yaml", manifest("hosts", "apps", nil,
-		endpoint{name: hostRR, rtype: "A", ttl: 5, targets: []string{"10.1.0.1"}},
-		endpoint{name: "www." + other, rtype: "A", ttl: 5, targets: []string{"192.0.2.7"}}))
+	writeManifest(t, dir, "hosts.yaml", testkit.DNSEndpoint("apps", "hosts", nil,
+		testkit.Endpoint{DNSName: hostRR, RecordType: "A", TTL: 5, Targets: []string{"10.1.0.1"}},
+		testkit.Endpoint{DNSName: "www." + other, RecordType: "A", TTL: 5, Targets: []string{"192.0.2.7"}}))
 	srv := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 %s:53 {
     bind %s
     gslb %s {

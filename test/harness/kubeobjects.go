@@ -156,17 +156,18 @@ func DecodeYAML(manifest string) ([]*unstructured.Unstructured, error) {
 
 // EncodeYAML writes objects as one multi-document YAML manifest, the
 // reverse of DecodeYAML (for kubectl's stdin).
-func EncodeYAML(objs ...*unstructured.Unstructured) (string, error) {
+func EncodeYAML(t testing.TB, objs ...*unstructured.Unstructured) string {
+	t.Helper()
 	var b strings.Builder
 	for _, o := range objs {
 		y, err := yaml.Marshal(o.Object)
 		if err != nil {
-			return "", fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			t.Fatalf("%s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 		b.WriteString("---\n")
 		b.Write(y)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // ApplyOption changes TryApply.

@@ -56,7 +56,7 @@ func startAuthServer(t *testing.T) *authServer {
 	a := &authServer{xfrClient: harness.NewIP(t), explainer: harness.NewIP(t), other: harness.NewIP(t)}
 
 	usIP, usDir := harness.NewIP(t), t.TempDir()
-	writeAtomic(t, usDir, "hosts.yaml", manifest("hosts", ep{name: appHost, rtype: "A", ttl: 7, targets: []string{"10.20.0.1"}}))
+	writeAtomic(t, usDir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 7, Targets: []string{"10.20.0.1"}}))
 	harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
     localtargets
@@ -67,14 +67,14 @@ func startAuthServer(t *testing.T) *authServer {
 `, gslbZone, usIP, usDir), harness.WithProbe("localtargets-"+appHost, dns.TypeA))
 
 	ip, dir := harness.NewIP(t), t.TempDir()
-	writeAtomic(t, dir, "zone.yaml", manifest("zone",
-		ep{name: "www.example.org", rtype: "A", ttl: 60, targets: []string{"192.0.2.1"}},
-		ep{name: "www.example.org", rtype: "AAAA", ttl: 60, targets: []string{"2001:db8::1"}},
-		ep{name: "big.example.org", rtype: "TXT", ttl: 60, targets: bigTXT()},
-		ep{name: "many.example.org", rtype: "A", ttl: 60, targets: manyA()},
-		ep{name: "example.org", rtype: "MX", ttl: 60, targets: []string{"10 mail.example.org"}},
-		ep{name: "mail.example.org", rtype: "A", ttl: 60, targets: []string{"192.0.2.25"}},
-		ep{name: appHost, rtype: "A", ttl: 7, targets: []string{"10.10.0.1", "10.10.0.2"}},
+	writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil,
+		testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}},
+		testkit.Endpoint{DNSName: "www.example.org", RecordType: "AAAA", TTL: 60, Targets: []string{"2001:db8::1"}},
+		testkit.Endpoint{DNSName: "big.example.org", RecordType: "TXT", TTL: 60, Targets: bigTXT()},
+		testkit.Endpoint{DNSName: "many.example.org", RecordType: "A", TTL: 60, Targets: manyA()},
+		testkit.Endpoint{DNSName: "example.org", RecordType: "MX", TTL: 60, Targets: []string{"10 mail.example.org"}},
+		testkit.Endpoint{DNSName: "mail.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.25"}},
+		testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 7, Targets: []string{"10.10.0.1", "10.10.0.2"}},
 	))
 	a.srv = harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 %s:53 {
     bind %s

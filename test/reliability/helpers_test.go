@@ -7,13 +7,11 @@
 package reliability
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -23,45 +21,6 @@ import (
 
 	"github.com/miekg/dns"
 )
-
-// ep is one endpoint of a DNSEndpoint manifest.
-type ep struct {
-	name, rtype string
-	ttl         int
-	targets     []string
-	props       map[string]string
-}
-
-// manifest renders one DNSEndpoint.
-func manifest(name string, eps ...ep) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: %s\n  namespace: reliability\nspec:\n  endpoints:\n", name)
-	for _, e := range eps {
-		fmt.Fprintf(&b, "  - dnsName: %q\n    recordType: %s\n", e.name, e.rtype)
-		if e.ttl > 0 {
-			fmt.Fprintf(&b, "    recordTTL: %d\n", e.ttl)
-		}
-		b.WriteString("    targets:\n")
-		for _, t := range e.targets {
-			fmt.Fprintf(&b, "    - %q\n", t)
-		}
-		if len(e.targets) == 0 {
-			b.WriteString("    - []\n")
-		}
-		if len(e.props) > 0 {
-			b.WriteString("    providerSpecific:\n")
-			keys := make([]string, 0, len(e.props))
-			for k := range e.props {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				fmt.Fprintf(&b, "    - name: %q\n      value: %q\n", k, e.props[k])
-			}
-		}
-	}
-	return strings.ReplaceAll(b.String(), "    targets:\n    - []\n", "    targets: []\n")
-}
 
 // writeAtomic writes a manifest the safe way: a hidden temporary file renamed over the old one.
 func writeAtomic(t testing.TB, dir, file, content string) {

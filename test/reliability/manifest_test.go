@@ -48,14 +48,14 @@ func TestManifestWrittenInPieces(t *testing.T) {
 		t.Skip("real processes")
 	}
 	dir := t.TempDir()
-	old := manifest("zone", ep{name: "www.example.org", rtype: "A", ttl: 60, targets: []string{"192.0.2.1"}},
-		ep{name: "mail.example.org", rtype: "A", ttl: 60, targets: []string{"192.0.2.25"}})
+	old := testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}},
+		testkit.Endpoint{DNSName: "mail.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.25"}})
 	writeAtomic(t, dir, "zone.yaml", old)
 	srv := directoryServer(t, dir, "")
 
 	l := startLoad(srv.Addr, 2, 5*time.Millisecond, []string{"www." + zone}, dns.TypeA, wantWWW("192.0.2.1"))
-	next := manifest("zone", ep{name: "www.example.org", rtype: "A", ttl: 60, targets: []string{"192.0.2.2"}},
-		ep{name: "mail.example.org", rtype: "A", ttl: 60, targets: []string{"192.0.2.25"}})
+	next := testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.2"}},
+		testkit.Endpoint{DNSName: "mail.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.25"}})
 	// In place, in two writes with a pause longer than the settle delay:
 	// the first piece stops in the middle of a line, so it does not parse.
 	f, err := os.OpenFile(filepath.Join(dir, "zone.yaml"), os.O_WRONLY|os.O_TRUNC, 0o644)
@@ -90,7 +90,7 @@ func TestManifestWrittenInPieces(t *testing.T) {
 	// A new file that appears half written: whatever it holds so far is not
 	// served as if it were the whole file, and the rest of the folder is untouched.
 	l = startLoad(srv.Addr, 2, 5*time.Millisecond, []string{"www." + zone}, dns.TypeA, wantWWW("192.0.2.2"))
-	extra := manifest("extra", ep{name: "new.example.org", rtype: "A", ttl: 60, targets: []string{"192.0.2.3"}})
+	extra := testkit.DNSEndpoint("reliability", "extra", nil, testkit.Endpoint{DNSName: "new.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.3"}})
 	if err := os.WriteFile(filepath.Join(dir, "extra.yaml"), []byte(extra[:len(extra)-12]), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestManifestReplacedByRename(t *testing.T) {
 		t.Skip("real processes")
 	}
 	dir := t.TempDir()
-	writeAtomic(t, dir, "zone.yaml", manifest("zone", ep{name: "www.example.org", rtype: "A", ttl: 60, targets: []string{"192.0.2.1"}}))
+	writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}}))
 	srv := directoryServer(t, dir, "")
 	var changedAt time.Time
 	l := startLoad(srv.Addr, 2, 2*time.Millisecond, []string{"www." + zone}, dns.TypeA, func(_ string, m *dns.Msg) string {
@@ -127,7 +127,7 @@ func TestManifestReplacedByRename(t *testing.T) {
 		return ""
 	})
 	for i, target := range []string{"192.0.2.2", "192.0.2.3", "192.0.2.1", "192.0.2.2"} {
-		writeAtomic(t, dir, "zone.yaml", manifest("zone", ep{name: "www.example.org", rtype: "A", ttl: 60, targets: []string{target}}))
+		writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{target}}))
 		changedAt = time.Now()
 		testkit.Eventually(t, 5*time.Second, "www served from the renamed-in file", func() (bool, string) {
 			m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
@@ -151,9 +151,9 @@ func TestCorefileReloadUnderLoad(t *testing.T) {
 	}
 	requirePlugins(t, "k8scrd", "localtargets", "gslb", "reload")
 	dir := t.TempDir()
-	writeAtomic(t, dir, "zone.yaml", manifest("zone",
-		ep{name: "www.example.org", rtype: "A", targets: []string{"192.0.2.1"}},
-		ep{name: appHost, rtype: "A", ttl: 0, targets: []string{"10.10.0.1"}}))
+	writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil,
+		testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}},
+		testkit.Endpoint{DNSName: appHost, RecordType: "A", Targets: []string{"10.10.0.1"}}))
 	ip := harness.NewIP(t)
 	corefile := func(ttl int) string {
 		return fmt.Sprintf(`%s:53 %s:53 {
