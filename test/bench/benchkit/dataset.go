@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // Dataset is one set of records written in every server's format, plus the
@@ -53,21 +55,20 @@ func GenDataset(dir string, n int) (*Dataset, error) {
 	zone.WriteString("@ 30 IN SOA ns1.example.bench. hostmaster.example.bench. 1 7200 1800 86400 30\n")
 	zone.WriteString("@ 30 IN NS ns1.example.bench.\nns1 30 IN A 127.0.0.1\n")
 
-	var obj strings.Builder
+	// One DNSEndpoint object is open at a time; flush writes it to file k.
+	var objName string
+	var eps []testkit.Endpoint
 	flush := func(k int) error {
-		if obj.Len() == 0 {
+		if objName == "" {
 			return nil
 		}
 		name := filepath.Join(d.ManifestDir, fmt.Sprintf("obj-%05d.yaml", k))
-		err := os.WriteFile(name, []byte(obj.String()), 0o644)
-		obj.Reset()
+		err := os.WriteFile(name, []byte(testkit.DNSEndpoint("default", objName, nil, eps...)), 0o644)
+		objName, eps = "", eps[:0]
 		return err
 	}
 	endpoint := func(name, typ string, targets ...string) {
-		fmt.Fprintf(&obj, "  - dnsName: %s\n    recordType: %s\n    recordTTL: 30\n    targets:\n", strings.TrimSuffix(name, "."), typ)
-		for _, t := range targets {
-			fmt.Fprintf(&obj, "      - %q\n", t)
-		}
+		eps = append(eps, testkit.EP(strings.TrimSuffix(name, "."), typ, 30, targets...))
 	}
 	count := 0
 	for i := 0; i < n; i++ {
@@ -75,7 +76,7 @@ func GenDataset(dir string, n int) (*Dataset, error) {
 			if err := flush(count / endpointsPerObject); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(&obj, "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: bench-%05d\n  namespace: default\nspec:\n  endpoints:\n", count/endpointsPerObject)
+			objName = fmt.Sprintf("bench-%05d", count/endpointsPerObject)
 		}
 		h := HostName(i)
 		endpoint(h, "A", AddrOf(i))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 )
 
@@ -101,12 +102,14 @@ func gslbGroup(e *env) (*group, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return g, err
 		}
-		eps := []string{endpointYAML(gslbHost, gslbTargets[tag], "gslb/strategy", "roundRobin"),
-			endpointYAML(geoHost, gslbTargets[tag], "gslb/strategy", "geoip")}
-		if tag == "eu" {
-			eps = append(eps, endpointYAML(plainHost, all))
+		eps := []testkit.Endpoint{
+			{DNSName: gslbHost, RecordType: "A", TTL: 300, Targets: gslbTargets[tag], ProviderSpecific: [][2]string{{"gslb/strategy", "roundRobin"}}},
+			{DNSName: geoHost, RecordType: "A", TTL: 300, Targets: gslbTargets[tag], ProviderSpecific: [][2]string{{"gslb/strategy", "geoip"}}},
 		}
-		if err := os.WriteFile(filepath.Join(dir, "hosts.yaml"), []byte(manifestYAML("gslb-hosts", eps...)), 0o644); err != nil {
+		if tag == "eu" {
+			eps = append(eps, testkit.EP(plainHost, "A", 300, all...))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "hosts.yaml"), []byte(testkit.DNSEndpoint("apps", "gslb-hosts", nil, eps...)), 0o644); err != nil {
 			return g, err
 		}
 		if tag == "eu" {
@@ -170,29 +173,6 @@ func gslbGroup(e *env) (*group, error) {
 			warm: repeat(q, *flagWarm), qs: repeat(q, *flagQueries), check: r.check})
 	}
 	return g, nil
-}
-
-// manifestYAML is a DNSEndpoint object with the given endpoints.
-func manifestYAML(name string, endpoints ...string) string {
-	return fmt.Sprintf("apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: %s\n  namespace: apps\nspec:\n  endpoints:\n%s",
-		name, strings.Join(endpoints, ""))
-}
-
-// endpointYAML is one A endpoint, recordTTL 300, with providerSpecific
-// properties given as name, value pairs.
-func endpointYAML(name string, targets []string, props ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "  - dnsName: %s\n    recordType: A\n    recordTTL: 300\n    targets:\n", name)
-	for _, t := range targets {
-		fmt.Fprintf(&b, "    - %q\n", t)
-	}
-	if len(props) > 0 {
-		b.WriteString("    providerSpecific:\n")
-		for i := 0; i+1 < len(props); i += 2 {
-			fmt.Fprintf(&b, "    - name: %s\n      value: %s\n", props[i], props[i+1])
-		}
-	}
-	return b.String()
 }
 
 func prefixed(p string, ss []string) []string {
