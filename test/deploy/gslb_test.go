@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -219,12 +220,11 @@ func eventuallyA(t *testing.T, addr, name, want string, within ...time.Duration)
 		wait = within[0]
 	}
 	var got string
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	testkit.Within(wait, func() bool {
 		r := harness.Exchange(t, addr, name, dns.TypeA, harness.NoRD, harness.Timeout(5*time.Second))
-		if got = strings.Join(harness.Targets(r, dns.TypeA), " "); got == want {
-			break
-		}
-	}
+		got = strings.Join(harness.Targets(r, dns.TypeA), " ")
+		return got == want
+	})
 	return got
 }
 

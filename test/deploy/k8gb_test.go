@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 )
@@ -80,12 +81,11 @@ spec:
 	}
 	answers := func(addr, name string) []string {
 		var got []string
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		testkit.Within(15*time.Second, func() bool {
 			r := harness.Exchange(t, addr, name, dns.TypeA, harness.NoRD, harness.Timeout(5*time.Second))
-			if got = harness.Targets(r, dns.TypeA); len(got) > 0 {
-				break
-			}
-		}
+			got = harness.Targets(r, dns.TypeA)
+			return len(got) > 0
+		})
 		return got
 	}
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -155,15 +156,12 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 		} {
 			var got []string
 			var r *dns.Msg
-			deadline := time.Now().Add(10 * time.Second) // a DNSEndpoint appears within a second; leave room for a loaded machine
-			for {
+			// A DNSEndpoint appears within a second; leave room for a loaded machine.
+			testkit.Within(10*time.Second, func() bool {
 				r = harness.Exchange(t, addr, c.name, c.qtype, harness.Timeout(5*time.Second))
 				got = harness.Targets(r, c.qtype)
-				if (len(got) == 1 && got[0] == c.want) || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return len(got) == 1 && got[0] == c.want
+			})
 			if len(got) != 1 || got[0] != c.want {
 				t.Errorf("%s %s: rcode %s, answer %v; want %s (%s)", c.name, dns.TypeToString[c.qtype], dns.RcodeToString[r.Rcode], got, c.want, c.why)
 			}
