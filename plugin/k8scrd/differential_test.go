@@ -11,6 +11,8 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // The same data as DNSEndpoints and as a zone file. negttl equals ttl so that
@@ -18,26 +20,26 @@ import (
 // puts the SOA's own TTL in negative answers, and RFC 2308 §3 wins (see
 // TestNegativeSOATTLFollowsRFC2308).
 var diffManifests = map[string]string{
-	"d.yaml": dnsEndpoint("web", "d",
-		ep("example.org", "NS", 30, "ns1.example.org"),
-		ep("ns1.example.org", "A", 30, "192.0.2.1"),
-		ep("www.example.org", "A", 60, "192.0.2.10", "192.0.2.11"),
-		ep("www.example.org", "AAAA", 60, "2001:db8::10"),
-		ep("alias.example.org", "CNAME", 30, "www.example.org"),
-		ep("app.example.org", "CNAME", 30, "alias.example.org"),
-		ep("wild.example.org", "CNAME", 30, "x.apps.example.org"),
-		ep("example.org", "MX", 30, "10 mail.example.org"),
-		ep("example.org", "TXT", 30, "v=spf1 mx -all"),
-		ep("mail.example.org", "A", 30, "192.0.2.25"),
-		ep("mail.example.org", "AAAA", 30, "2001:db8::25"),
-		ep("*.apps.example.org", "A", 30, "192.0.2.80"),
-		ep("*.apps.example.org", "TXT", 30, "wild"),
-		ep("db.internal.example.org", "A", 30, "192.0.2.90"),
-		ep("sub.example.org", "NS", 30, "ns1.sub.example.org", "ns.example.net"),
-		ep("ns1.sub.example.org", "A", 30, "192.0.2.53"),
-		ep("_sip._udp.example.org", "SRV", 30, "10 60 5060 sip.example.org"),
-		ep("sip.example.org", "A", 30, "192.0.2.50"),
-		ep("example.org", "CAA", 30, `0 issue "letsencrypt.org"`),
+	"d.yaml": testkit.DNSEndpoint("web", "d", nil,
+		testkit.EP("example.org", "NS", 30, "ns1.example.org"),
+		testkit.EP("ns1.example.org", "A", 30, "192.0.2.1"),
+		testkit.EP("www.example.org", "A", 60, "192.0.2.10", "192.0.2.11"),
+		testkit.EP("www.example.org", "AAAA", 60, "2001:db8::10"),
+		testkit.EP("alias.example.org", "CNAME", 30, "www.example.org"),
+		testkit.EP("app.example.org", "CNAME", 30, "alias.example.org"),
+		testkit.EP("wild.example.org", "CNAME", 30, "x.apps.example.org"),
+		testkit.EP("example.org", "MX", 30, "10 mail.example.org"),
+		testkit.EP("example.org", "TXT", 30, "v=spf1 mx -all"),
+		testkit.EP("mail.example.org", "A", 30, "192.0.2.25"),
+		testkit.EP("mail.example.org", "AAAA", 30, "2001:db8::25"),
+		testkit.EP("*.apps.example.org", "A", 30, "192.0.2.80"),
+		testkit.EP("*.apps.example.org", "TXT", 30, "wild"),
+		testkit.EP("db.internal.example.org", "A", 30, "192.0.2.90"),
+		testkit.EP("sub.example.org", "NS", 30, "ns1.sub.example.org", "ns.example.net"),
+		testkit.EP("ns1.sub.example.org", "A", 30, "192.0.2.53"),
+		testkit.EP("_sip._udp.example.org", "SRV", 30, "10 60 5060 sip.example.org"),
+		testkit.EP("sip.example.org", "A", 30, "192.0.2.50"),
+		testkit.EP("example.org", "CAA", 30, `0 issue "letsencrypt.org"`),
 	),
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 func hasA(k *K8sCRD, t *testing.T, name, addr string) func() bool {
@@ -35,17 +37,17 @@ func write(t *testing.T, path, content string) {
 
 func TestDirectoryCreateChangeDeleteRename(t *testing.T) {
 	k, dir := newTestPlugin(t, "example.org", zoneBody, map[string]string{
-		"a.yaml": dnsEndpoint("ns", "a", ep("a.example.org", "A", 0, "192.0.2.1")),
+		"a.yaml": testkit.DNSEndpoint("ns", "a", nil, testkit.EP("a.example.org", "A", 0, "192.0.2.1")),
 	})
 	if !hasA(k, t, "a.example.org.", "192.0.2.1")() {
 		t.Fatal("a.example.org not served at start")
 	}
 
-	write(t, filepath.Join(dir, "b.yml"), dnsEndpoint("ns", "b", ep("b.example.org", "A", 0, "192.0.2.2")))
-	eventually(t, "created file served", hasA(k, t, "b.example.org.", "192.0.2.2"))
+	write(t, filepath.Join(dir, "b.yml"), testkit.DNSEndpoint("ns", "b", nil, testkit.EP("b.example.org", "A", 0, "192.0.2.2")))
+	testkit.Eventually(t, 5*time.Second, "created file served", hasA(k, t, "b.example.org.", "192.0.2.2"))
 
-	write(t, filepath.Join(dir, "b.yml"), dnsEndpoint("ns", "b", ep("b.example.org", "A", 0, "192.0.2.3")))
-	eventually(t, "changed file served", hasA(k, t, "b.example.org.", "192.0.2.3"))
+	write(t, filepath.Join(dir, "b.yml"), testkit.DNSEndpoint("ns", "b", nil, testkit.EP("b.example.org", "A", 0, "192.0.2.3")))
+	testkit.Eventually(t, 5*time.Second, "changed file served", hasA(k, t, "b.example.org.", "192.0.2.3"))
 	if hasA(k, t, "b.example.org.", "192.0.2.2")() {
 		t.Error("old target still served after the change")
 	}
@@ -53,16 +55,16 @@ func TestDirectoryCreateChangeDeleteRename(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "b.yml"), filepath.Join(dir, "c.json.tmp")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "renamed-away file dropped", isNXDOMAIN(k, t, "b.example.org."))
+	testkit.Eventually(t, 5*time.Second, "renamed-away file dropped", isNXDOMAIN(k, t, "b.example.org."))
 	if err := os.Rename(filepath.Join(dir, "c.json.tmp"), filepath.Join(dir, "c.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "renamed-in file served", hasA(k, t, "b.example.org.", "192.0.2.3"))
+	testkit.Eventually(t, 5*time.Second, "renamed-in file served", hasA(k, t, "b.example.org.", "192.0.2.3"))
 
 	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deleted file dropped", isNXDOMAIN(k, t, "a.example.org."))
+	testkit.Eventually(t, 5*time.Second, "deleted file dropped", isNXDOMAIN(k, t, "a.example.org."))
 	if !hasA(k, t, "b.example.org.", "192.0.2.3")() {
 		t.Error("other file lost when one was deleted")
 	}
@@ -71,10 +73,10 @@ func TestDirectoryCreateChangeDeleteRename(t *testing.T) {
 func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
 	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonDecode))
 	k, dir := newTestPlugin(t, "example.org", zoneBody, map[string]string{
-		"good.yaml": dnsEndpoint("ns", "good", ep("good.example.org", "A", 0, "192.0.2.1")),
+		"good.yaml": testkit.DNSEndpoint("ns", "good", nil, testkit.EP("good.example.org", "A", 0, "192.0.2.1")),
 		"bad.yaml":  "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: bad\n spec: [\n",
 		// A multi-document file whose second document is not YAML: the first is still served.
-		"mixed.yaml": dnsEndpoint("ns", "m1", ep("m1.example.org", "A", 0, "192.0.2.7")) + "---\nkey: [unclosed\n",
+		"mixed.yaml": testkit.DNSEndpoint("ns", "m1", nil, testkit.EP("m1.example.org", "A", 0, "192.0.2.7")) + "---\nkey: [unclosed\n",
 	})
 	if !hasA(k, t, "good.example.org.", "192.0.2.1")() || !hasA(k, t, "m1.example.org.", "192.0.2.7")() {
 		t.Fatal("valid data not served beside malformed files")
@@ -83,19 +85,19 @@ func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
 		t.Errorf("decode errors counted: %v, want 2", d)
 	}
 	// Fixing the file serves it.
-	write(t, filepath.Join(dir, "bad.yaml"), dnsEndpoint("ns", "bad", ep("bad.example.org", "A", 0, "192.0.2.9")))
-	eventually(t, "fixed file served", hasA(k, t, "bad.example.org.", "192.0.2.9"))
+	write(t, filepath.Join(dir, "bad.yaml"), testkit.DNSEndpoint("ns", "bad", nil, testkit.EP("bad.example.org", "A", 0, "192.0.2.9")))
+	testkit.Eventually(t, 5*time.Second, "fixed file served", hasA(k, t, "bad.example.org.", "192.0.2.9"))
 }
 
 func TestParseErrorNamesFileAndLine(t *testing.T) {
-	raw := dnsEndpoint("ns", "x", ep("x.example.org", "A", 0, "192.0.2.1")) + "---\n# second\nkind: DNSEndpoint\nspec: {\n  endpoints: [\n"
+	raw := testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")) + "---\n# second\nkind: DNSEndpoint\nspec: {\n  endpoints: [\n"
 	cfg := newConfig()
 	cfg.zones = []string{"example.org."}
 	docs, err := parseManifests("/m/f.yaml", []byte(raw), mtime0, cfg)
 	if len(docs) != 1 {
 		t.Fatalf("want the first document parsed, got %d", len(docs))
 	}
-	lines := strings.Count(dnsEndpoint("ns", "x", ep("x.example.org", "A", 0, "192.0.2.1")), "\n")
+	lines := strings.Count(testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")), "\n")
 	if err == nil || !strings.HasPrefix(err.Error(), "/m/f.yaml:") {
 		t.Fatalf("error %v does not name the file", err)
 	}
@@ -108,7 +110,7 @@ func TestParseErrorNamesFileAndLine(t *testing.T) {
 
 func TestDirectoryFileWrittenInPieces(t *testing.T) {
 	k, dir := newTestPlugin(t, "example.org", zoneBody, nil)
-	full := dnsEndpoint("ns", "p", ep("p.example.org", "A", 0, "192.0.2.4"), ep("q.example.org", "A", 0, "192.0.2.5"))
+	full := testkit.DNSEndpoint("ns", "p", nil, testkit.EP("p.example.org", "A", 0, "192.0.2.4"), testkit.EP("q.example.org", "A", 0, "192.0.2.5"))
 	path := filepath.Join(dir, "p.yaml")
 	// The first piece ends inside a quoted target: it does not parse.
 	cut := strings.Index(full, "192.0.2.5") + 4
@@ -124,7 +126,7 @@ func TestDirectoryFileWrittenInPieces(t *testing.T) {
 	}
 	f.WriteString(full[cut:])
 	f.Close()
-	eventually(t, "whole file served", hasA(k, t, "q.example.org.", "192.0.2.5"))
+	testkit.Eventually(t, 5*time.Second, "whole file served", hasA(k, t, "q.example.org.", "192.0.2.5"))
 	if !hasA(k, t, "p.example.org.", "192.0.2.4")() {
 		t.Error("p.example.org missing once the file is whole")
 	}
@@ -139,7 +141,7 @@ func TestDirectoryFileWrittenInPieces(t *testing.T) {
 		t.Error("while the file is half-rewritten its previous contents must be served")
 	}
 	write(t, path, next)
-	eventually(t, "rewritten file served", hasA(k, t, "q.example.org.", "198.51.100.5"))
+	testkit.Eventually(t, 5*time.Second, "rewritten file served", hasA(k, t, "q.example.org.", "198.51.100.5"))
 }
 
 func TestDirectoryConfigMapSymlinkSwap(t *testing.T) {
@@ -147,7 +149,7 @@ func TestDirectoryConfigMapSymlinkSwap(t *testing.T) {
 	k, dir := newTestPlugin(t, "example.org", zoneBody, nil)
 	mk := func(ts, addr string) {
 		os.MkdirAll(filepath.Join(dir, ts), 0o755)
-		write(t, filepath.Join(dir, ts, "cm.yaml"), dnsEndpoint("ns", "cm", ep("cm.example.org", "A", 0, addr)))
+		write(t, filepath.Join(dir, ts, "cm.yaml"), testkit.DNSEndpoint("ns", "cm", nil, testkit.EP("cm.example.org", "A", 0, addr)))
 		os.Symlink(ts, filepath.Join(dir, "..data_tmp"))
 		if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
 			t.Fatal(err)
@@ -155,9 +157,9 @@ func TestDirectoryConfigMapSymlinkSwap(t *testing.T) {
 	}
 	mk("..v1", "192.0.2.31")
 	os.Symlink(filepath.Join("..data", "cm.yaml"), filepath.Join(dir, "cm.yaml"))
-	eventually(t, "configmap file served", hasA(k, t, "cm.example.org.", "192.0.2.31"))
+	testkit.Eventually(t, 5*time.Second, "configmap file served", hasA(k, t, "cm.example.org.", "192.0.2.31"))
 	mk("..v2", "192.0.2.32")
-	eventually(t, "configmap update served", hasA(k, t, "cm.example.org.", "192.0.2.32"))
+	testkit.Eventually(t, 5*time.Second, "configmap update served", hasA(k, t, "cm.example.org.", "192.0.2.32"))
 }
 
 var mtime0 = time.Unix(1700000000, 0)
@@ -166,9 +168,9 @@ func fmtSscanf(s, format string, a ...any) (int, error) { return fmt.Sscanf(s, f
 
 func TestDirectoryNamespacesAndLabelsFilter(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", zoneBody+"\nnamespaces web edge\nlabels tier=public", map[string]string{
-		"a.yaml": strings.Replace(dnsEndpoint("web", "in", ep("in.example.org", "A", 0, "192.0.2.1")), "metadata:\n", "metadata:\n  labels: {tier: public}\n", 1) +
-			"---\n" + strings.Replace(dnsEndpoint("web", "private", ep("private.example.org", "A", 0, "192.0.2.2")), "metadata:\n", "metadata:\n  labels: {tier: private}\n", 1) +
-			"---\n" + strings.Replace(dnsEndpoint("other", "ns", ep("otherns.example.org", "A", 0, "192.0.2.3")), "metadata:\n", "metadata:\n  labels: {tier: public}\n", 1),
+		"a.yaml": strings.Replace(testkit.DNSEndpoint("web", "in", nil, testkit.EP("in.example.org", "A", 0, "192.0.2.1")), "metadata:\n", "metadata:\n  labels: {tier: public}\n", 1) +
+			"---\n" + strings.Replace(testkit.DNSEndpoint("web", "private", nil, testkit.EP("private.example.org", "A", 0, "192.0.2.2")), "metadata:\n", "metadata:\n  labels: {tier: private}\n", 1) +
+			"---\n" + strings.Replace(testkit.DNSEndpoint("other", "ns", nil, testkit.EP("otherns.example.org", "A", 0, "192.0.2.3")), "metadata:\n", "metadata:\n  labels: {tier: public}\n", 1),
 	})
 	if !hasA(k, t, "in.example.org.", "192.0.2.1")() {
 		t.Error("object in a listed namespace with matching labels not served")

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +13,8 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // The fuzz targets below run their committed seeds (testdata/fuzz/<name>/)
@@ -37,21 +37,21 @@ func FuzzParse(f *testing.F) {
 // fuzzManifests is the representative data FuzzServeDNS serves: every record
 // type, a wildcard, a CNAME chain, a delegation with glue, an empty non-terminal.
 var fuzzManifests = map[string]string{
-	"zone.yaml": fuzzDNSEndpoint("default", "zone",
-		fuzzEP("www.example.org", "A", 60, "192.0.2.1", "192.0.2.2"),
-		fuzzEP("www.example.org", "AAAA", 60, "2001:db8::1"),
-		fuzzEP("alias.example.org", "CNAME", 0, "www.example.org"),
-		fuzzEP("chain.example.org", "CNAME", 0, "alias.example.org"),
-		fuzzEP("out.example.org", "CNAME", 0, "www.example.net"),
-		fuzzEP("*.wild.example.org", "A", 0, "192.0.2.9"),
-		fuzzEP("a.b.c.ent.example.org", "TXT", 0, "hello world"),
-		fuzzEP("example.org", "MX", 0, "10 mail.example.org"),
-		fuzzEP("mail.example.org", "A", 0, "192.0.2.25"),
-		fuzzEP("_sip._tcp.example.org", "SRV", 0, "10 5 5060 sip.example.org"),
-		fuzzEP("example.org", "CAA", 0, "0 issue \"letsencrypt.org\""),
-		fuzzEP("sub.example.org", "NS", 0, "ns1.sub.example.org"),
-		fuzzEP("ns1.sub.example.org", "A", 0, "192.0.2.53"),
-		fuzzEP("big.example.org", "TXT", 0, "0123456789012345678901234567890123456789012345678901234567890123456789",
+	"zone.yaml": testkit.DNSEndpoint("default", "zone", nil,
+		testkit.EP("www.example.org", "A", 60, "192.0.2.1", "192.0.2.2"),
+		testkit.EP("www.example.org", "AAAA", 60, "2001:db8::1"),
+		testkit.EP("alias.example.org", "CNAME", 0, "www.example.org"),
+		testkit.EP("chain.example.org", "CNAME", 0, "alias.example.org"),
+		testkit.EP("out.example.org", "CNAME", 0, "www.example.net"),
+		testkit.EP("*.wild.example.org", "A", 0, "192.0.2.9"),
+		testkit.EP("a.b.c.ent.example.org", "TXT", 0, "hello world"),
+		testkit.EP("example.org", "MX", 0, "10 mail.example.org"),
+		testkit.EP("mail.example.org", "A", 0, "192.0.2.25"),
+		testkit.EP("_sip._tcp.example.org", "SRV", 0, "10 5 5060 sip.example.org"),
+		testkit.EP("example.org", "CAA", 0, "0 issue \"letsencrypt.org\""),
+		testkit.EP("sub.example.org", "NS", 0, "ns1.sub.example.org"),
+		testkit.EP("ns1.sub.example.org", "A", 0, "192.0.2.53"),
+		testkit.EP("big.example.org", "TXT", 0, "0123456789012345678901234567890123456789012345678901234567890123456789",
 			"a0123456789012345678901234567890123456789012345678901234567890123456789",
 			"b0123456789012345678901234567890123456789012345678901234567890123456789",
 			"c0123456789012345678901234567890123456789012345678901234567890123456789",
@@ -59,8 +59,8 @@ var fuzzManifests = map[string]string{
 			"e0123456789012345678901234567890123456789012345678901234567890123456789",
 			"f0123456789012345678901234567890123456789012345678901234567890123456789",
 			"g0123456789012345678901234567890123456789012345678901234567890123456789")),
-	"reverse.yaml": fuzzDNSEndpoint("default", "reverse",
-		fuzzEP("1.2.0.192.in-addr.arpa", "PTR", 0, "www.example.org")),
+	"reverse.yaml": testkit.DNSEndpoint("default", "reverse", nil,
+		testkit.EP("1.2.0.192.in-addr.arpa", "PTR", 0, "www.example.org")),
 }
 
 var (
@@ -97,10 +97,7 @@ func fuzzServer(tb testing.TB) *K8sCRD {
 			return
 		}
 		// Wait for the builder to publish the manifests (it coalesces over a short delay).
-		deadline := time.Now().Add(5 * time.Second)
-		for k.snap.Load().get("www.example.org.") == nil && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testkit.Within(5*time.Second, func() bool { return k.snap.Load().get("www.example.org.") != nil })
 		if k.snap.Load().get("*.wild.example.org.") == nil {
 			fuzzErr = errors.New("fuzz manifests not loaded")
 			return
@@ -192,23 +189,4 @@ func FuzzManifest(f *testing.F) {
 			t.Fatalf("empty store does not answer its SOA: %v %v", err, rec.Msg)
 		}
 	})
-}
-
-// fuzzDNSEndpoint renders one DNSEndpoint manifest; eps are YAML list items.
-func fuzzDNSEndpoint(ns, name string, eps ...string) string {
-	return "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: " + name +
-		"\n  namespace: " + ns + "\nspec:\n  endpoints:\n" + strings.Join(eps, "\n") + "\n"
-}
-
-// fuzzEP renders one endpoint as a YAML list item, every string quoted.
-func fuzzEP(name, rtype string, ttl int, targets ...string) string {
-	s := "  - dnsName: " + strconv.Quote(name) + "\n    recordType: " + rtype + "\n"
-	if ttl > 0 {
-		s += "    recordTTL: " + strconv.Itoa(ttl) + "\n"
-	}
-	s += "    targets:\n"
-	for _, t := range targets {
-		s += "    - " + strconv.Quote(t) + "\n"
-	}
-	return strings.TrimRight(s, "\n")
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
@@ -75,18 +73,6 @@ func check(t *testing.T, k *K8sCRD, cases []test.Case) {
 	}
 }
 
-// eventually polls cond until it holds or 5 seconds pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // answers returns the answer section's records as text, in order.
 func answers(m *dns.Msg) string {
 	if m == nil {
@@ -97,23 +83,4 @@ func answers(m *dns.Msg) string {
 		s = append(s, rr.String())
 	}
 	return strings.Join(s, "\n")
-}
-
-// dnsEndpoint renders one DNSEndpoint manifest; eps are YAML list items.
-func dnsEndpoint(ns, name string, eps ...string) string {
-	return "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: " + name +
-		"\n  namespace: " + ns + "\nspec:\n  endpoints:\n" + strings.Join(eps, "\n") + "\n"
-}
-
-// ep renders one endpoint as a YAML list item.
-func ep(name, rtype string, ttl int, targets ...string) string {
-	s := "  - dnsName: '" + name + "'\n    recordType: " + rtype + "\n"
-	if ttl > 0 {
-		s += "    recordTTL: " + strconv.Itoa(ttl) + "\n"
-	}
-	s += "    targets:\n"
-	for _, t := range targets {
-		s += "    - '" + t + "'\n"
-	}
-	return strings.TrimRight(s, "\n")
 }

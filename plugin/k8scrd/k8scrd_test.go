@@ -8,22 +8,24 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // zoneManifests is example.org with every shape of data the handler serves.
 var zoneManifests = map[string]string{
-	"web.yaml": dnsEndpoint("web", "www",
-		ep("www.example.org", "A", 60, "192.0.2.11", "192.0.2.10"),
-		ep("www.example.org", "AAAA", 60, "2001:db8::10"),
-		ep("alias.example.org", "CNAME", 0, "www.example.org"),
-		ep("app.example.org", "CNAME", 0, "alias.example.org"),
-		ep("dangling.example.org", "CNAME", 0, "nothere.example.org"),
-		ep("ext.example.org", "CNAME", 0, "www.example.net"),
-		ep("ns1.example.org", "A", 0, "192.0.2.1"),
-	) + "---\n" + dnsEndpoint("mail", "mail",
-		ep("example.org", "MX", 0, "10 mail.example.org"),
-		ep("example.org", "TXT", 0, "v=spf1 mx -all"),
-		ep("mail.example.org", "A", 0, "192.0.2.25"),
+	"web.yaml": testkit.DNSEndpoint("web", "www", nil,
+		testkit.EP("www.example.org", "A", 60, "192.0.2.11", "192.0.2.10"),
+		testkit.EP("www.example.org", "AAAA", 60, "2001:db8::10"),
+		testkit.EP("alias.example.org", "CNAME", 0, "www.example.org"),
+		testkit.EP("app.example.org", "CNAME", 0, "alias.example.org"),
+		testkit.EP("dangling.example.org", "CNAME", 0, "nothere.example.org"),
+		testkit.EP("ext.example.org", "CNAME", 0, "www.example.net"),
+		testkit.EP("ns1.example.org", "A", 0, "192.0.2.1"),
+	) + "---\n" + testkit.DNSEndpoint("mail", "mail", nil,
+		testkit.EP("example.org", "MX", 0, "10 mail.example.org"),
+		testkit.EP("example.org", "TXT", 0, "v=spf1 mx -all"),
+		testkit.EP("mail.example.org", "A", 0, "192.0.2.25"),
 	),
 	"apps.json": `{"apiVersion": "externaldns.k8s.io/v1alpha1", "kind": "DNSEndpoint",
 	  "metadata": {"name": "apps", "namespace": "platform"},

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/external-dns/apis/v1alpha1"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // fakeAPI is a minimal API server for dnsendpoints: list, and watch streams
@@ -125,7 +127,7 @@ func apiObject(ns, name string, rv int, changed time.Time, eps ...map[string]any
 }
 
 func aEndpoint(name string, targets ...string) map[string]any {
-	return map[string]any{"dnsName": name, "recordType": "A", "targets": targets}
+	return testkit.EP(name, "A", 0, targets...).Object()
 }
 
 func startKubePlugin(t *testing.T, f *fakeAPI, body string) *K8sCRD {
@@ -160,15 +162,15 @@ func TestKubernetesSourceListWatchUpdateDelete(t *testing.T) {
 	if !hasA(k, t, "www.example.org.", "192.0.2.10")() {
 		t.Fatal("listed object not served")
 	}
-	eventually(t, "watch open", f.watching)
+	testkit.Eventually(t, 5*time.Second, "watch open", f.watching)
 
 	hBefore := histogramCount(t)
 	f.send("MODIFIED", apiObject("web", "www", 11, time.Now(), aEndpoint("www.example.org", "192.0.2.11")))
-	eventually(t, "update served", hasA(k, t, "www.example.org.", "192.0.2.11"))
+	testkit.Eventually(t, 5*time.Second, "update served", hasA(k, t, "www.example.org.", "192.0.2.11"))
 	f.send("ADDED", apiObject("web", "new", 12, time.Now(), aEndpoint("new.example.org", "192.0.2.12")))
-	eventually(t, "added object served", hasA(k, t, "new.example.org.", "192.0.2.12"))
+	testkit.Eventually(t, 5*time.Second, "added object served", hasA(k, t, "new.example.org.", "192.0.2.12"))
 	f.send("DELETED", apiObject("web", "new", 13, time.Now(), aEndpoint("new.example.org", "192.0.2.12")))
-	eventually(t, "deleted object gone", isNXDOMAIN(k, t, "new.example.org."))
+	testkit.Eventually(t, 5*time.Second, "deleted object gone", isNXDOMAIN(k, t, "new.example.org."))
 	if n := histogramCount(t) - hBefore; n < 2 {
 		t.Errorf("propagation delay observed %d times for 2 changes", n)
 	}
@@ -212,10 +214,7 @@ func TestKubernetesForbiddenIsCountedAndServfail(t *testing.T) {
 	f.status = 0
 	f.items = []string{apiObject("web", "www", 5, time.Now(), aEndpoint("www.example.org", "192.0.2.10"))}
 	f.mu.Unlock()
-	deadline := time.Now().Add(15 * time.Second)
-	for !k.Ready() && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Within(15*time.Second, k.Ready)
 	if !k.Ready() || !hasA(k, t, "www.example.org.", "192.0.2.10")() {
 		t.Error("not serving after the API server allowed the list")
 	}
@@ -224,7 +223,7 @@ func TestKubernetesForbiddenIsCountedAndServfail(t *testing.T) {
 func TestKubernetesKeepsServingWhileAPIServerAway(t *testing.T) {
 	f := newFakeAPI(t, apiObject("web", "www", 5, time.Now(), aEndpoint("www.example.org", "192.0.2.10")))
 	k := startKubePlugin(t, f, "")
-	eventually(t, "watch open", f.watching)
+	testkit.Eventually(t, 5*time.Second, "watch open", f.watching)
 	f.mu.Lock()
 	f.status = http.StatusServiceUnavailable
 	for _, w := range f.watchers {

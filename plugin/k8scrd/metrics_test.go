@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 func TestMetricsRecordsPerZoneAndLastSync(t *testing.T) {
 	_, dir := newTestPlugin(t, "metrics.example", "", map[string]string{
-		"a.yaml": dnsEndpoint("ns", "a", ep("a.metrics.example", "A", 0, "192.0.2.1", "192.0.2.2"), ep("a.metrics.example", "TXT", 0, "x")),
+		"a.yaml": testkit.DNSEndpoint("ns", "a", nil, testkit.EP("a.metrics.example", "A", 0, "192.0.2.1", "192.0.2.2"), testkit.EP("a.metrics.example", "TXT", 0, "x")),
 	})
 	records := func() float64 { return testutil.ToFloat64(recordsGauge.WithLabelValues("metrics.example.")) }
 	if records() != 3 {
@@ -21,5 +23,5 @@ func TestMetricsRecordsPerZoneAndLastSync(t *testing.T) {
 		t.Errorf("last sync timestamp %v is not recent", ts)
 	}
 	os.Remove(filepath.Join(dir, "a.yaml"))
-	eventually(t, "records drop to 0", func() bool { return records() == 0 })
+	testkit.Eventually(t, 5*time.Second, "records drop to 0", func() bool { return records() == 0 })
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	ctest "github.com/coredns/coredns/test"
 	"github.com/miekg/dns"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // startServer runs a real CoreDNS server in-process from a Corefile, with
@@ -30,7 +32,7 @@ func startServer(t *testing.T, corefile string) (udp, tcp string) {
 
 func TestServerTransferAndNotifyOverSockets(t *testing.T) {
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "a.yaml"), dnsEndpoint("ns", "a", ep("www.example.org", "A", 0, "192.0.2.1")))
+	write(t, filepath.Join(dir, "a.yaml"), testkit.DNSEndpoint("ns", "a", nil, testkit.EP("www.example.org", "A", 0, "192.0.2.1")))
 
 	// A secondary's NOTIFY listener.
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -95,7 +97,7 @@ func TestServerTransferAndNotifyOverSockets(t *testing.T) {
 	}
 
 	// A change notifies the secondary.
-	write(t, filepath.Join(dir, "a.yaml"), dnsEndpoint("ns", "a", ep("www.example.org", "A", 0, "192.0.2.2")))
+	write(t, filepath.Join(dir, "a.yaml"), testkit.DNSEndpoint("ns", "a", nil, testkit.EP("www.example.org", "A", 0, "192.0.2.2")))
 	select {
 	case n := <-notifies:
 		if n.Question[0].Name != "example.org." || n.Question[0].Qtype != dns.TypeSOA {

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // TestStoreContract: what localtargets and gslb read of the store, the
 // negative SOA k8scrd's own answers carry, and a signal for every change.
 func TestStoreContract(t *testing.T) {
 	k, dir := newTestPlugin(t, "example.org", "ttl 45\nnegttl 20", map[string]string{
-		"a.yaml": dnsEndpoint("apps", "a", ep("app.example.org", "A", 0, "10.0.0.1")),
+		"a.yaml": testkit.DNSEndpoint("apps", "a", nil, testkit.EP("app.example.org", "A", 0, "10.0.0.1")),
 	})
 	s := k.Store()
 
@@ -38,7 +40,7 @@ func TestStoreContract(t *testing.T) {
 		t.Fatal("a signal before any change")
 	default:
 	}
-	if err := os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(dnsEndpoint("apps", "b", ep("new.example.org", "A", 0, "10.0.0.2"))), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(testkit.DNSEndpoint("apps", "b", nil, testkit.EP("new.example.org", "A", 0, "10.0.0.2"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -54,7 +56,7 @@ func TestStoreContract(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "b.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the host removed", func() bool { _, ok := s.Host("new.example.org."); return !ok })
+	testkit.Eventually(t, 5*time.Second, "the host removed", func() bool { _, ok := s.Host("new.example.org."); return !ok })
 	select {
 	case <-changed:
 		t.Error("a signal after cancel")

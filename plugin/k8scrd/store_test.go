@@ -12,6 +12,7 @@ import (
 
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -23,9 +24,9 @@ func withCreated(manifest, ts string) string {
 
 func TestSameNameAcrossObjectsMergedDedupedMinTTL(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
-		"a.yaml": dnsEndpoint("team-a", "one", ep("m.example.org", "A", 300, "192.0.2.3", "192.0.2.1")),
-		"b.yaml": dnsEndpoint("team-b", "two", ep("m.example.org", "A", 60, "192.0.2.1", "192.0.2.2"),
-			ep("m.example.org", "TXT", 0, "owner=b")),
+		"a.yaml": testkit.DNSEndpoint("team-a", "one", nil, testkit.EP("m.example.org", "A", 300, "192.0.2.3", "192.0.2.1")),
+		"b.yaml": testkit.DNSEndpoint("team-b", "two", nil, testkit.EP("m.example.org", "A", 60, "192.0.2.1", "192.0.2.2"),
+			testkit.EP("m.example.org", "TXT", 0, "owner=b")),
 	})
 	resp, _ := ask(t, k, "m.example.org.", dns.TypeA)
 	want := "m.example.org.\t60\tIN\tA\t192.0.2.1\nm.example.org.\t60\tIN\tA\t192.0.2.2\nm.example.org.\t60\tIN\tA\t192.0.2.3"
@@ -47,10 +48,10 @@ func TestSameNameAcrossObjectsMergedDedupedMinTTL(t *testing.T) {
 func TestTenancyStrictFirstNamespaceOwnsName(t *testing.T) {
 	before := testutil.ToFloat64(tenancySkipped)
 	files := map[string]string{
-		"old.yaml": withCreated(dnsEndpoint("team-a", "old", ep("t.example.org", "A", 0, "192.0.2.1")), "2024-01-01T00:00:00Z"),
-		"new.yaml": withCreated(dnsEndpoint("team-b", "new", ep("t.example.org", "A", 0, "192.0.2.66"), ep("t.example.org", "TXT", 0, "hijack"),
-			ep("free.example.org", "A", 0, "192.0.2.7")), "2025-01-01T00:00:00Z"),
-		"same.yaml": withCreated(dnsEndpoint("team-a", "more", ep("t.example.org", "A", 0, "192.0.2.2")), "2025-06-01T00:00:00Z"),
+		"old.yaml": withCreated(testkit.DNSEndpoint("team-a", "old", nil, testkit.EP("t.example.org", "A", 0, "192.0.2.1")), "2024-01-01T00:00:00Z"),
+		"new.yaml": withCreated(testkit.DNSEndpoint("team-b", "new", nil, testkit.EP("t.example.org", "A", 0, "192.0.2.66"), testkit.EP("t.example.org", "TXT", 0, "hijack"),
+			testkit.EP("free.example.org", "A", 0, "192.0.2.7")), "2025-01-01T00:00:00Z"),
+		"same.yaml": withCreated(testkit.DNSEndpoint("team-a", "more", nil, testkit.EP("t.example.org", "A", 0, "192.0.2.2")), "2025-06-01T00:00:00Z"),
 	}
 	k, dir := newTestPlugin(t, "example.org", zoneBody+"\ntenancy strict", files)
 	check(t, k, []test.Case{
@@ -67,14 +68,14 @@ func TestTenancyStrictFirstNamespaceOwnsName(t *testing.T) {
 	// When the owner's objects go, the name passes to the next namespace in line.
 	os.Remove(filepath.Join(dir, "old.yaml"))
 	os.Remove(filepath.Join(dir, "same.yaml"))
-	eventually(t, "ownership passes to team-b", hasA(k, t, "t.example.org.", "192.0.2.66"))
-	eventually(t, "skip gauge back to zero", func() bool { return testutil.ToFloat64(tenancySkipped) == before })
+	testkit.Eventually(t, 5*time.Second, "ownership passes to team-b", hasA(k, t, "t.example.org.", "192.0.2.66"))
+	testkit.Eventually(t, 5*time.Second, "skip gauge back to zero", func() bool { return testutil.ToFloat64(tenancySkipped) == before })
 }
 
 func TestTenancySharedMergesNamespaces(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
-		"a.yaml": dnsEndpoint("team-a", "a", ep("t.example.org", "A", 0, "192.0.2.1")),
-		"b.yaml": dnsEndpoint("team-b", "b", ep("t.example.org", "A", 0, "192.0.2.2")),
+		"a.yaml": testkit.DNSEndpoint("team-a", "a", nil, testkit.EP("t.example.org", "A", 0, "192.0.2.1")),
+		"b.yaml": testkit.DNSEndpoint("team-b", "b", nil, testkit.EP("t.example.org", "A", 0, "192.0.2.2")),
 	})
 	if r, _ := ask(t, k, "t.example.org.", dns.TypeA); len(r.Answer) != 2 {
 		t.Errorf("tenancy shared: want both namespaces' targets, got\n%s", answers(r))
@@ -84,8 +85,8 @@ func TestTenancySharedMergesNamespaces(t *testing.T) {
 func TestCNAMEBesideOtherDataSkippedAndCounted(t *testing.T) {
 	before := testutil.ToFloat64(cnameConflicts)
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
-		"a.yaml": dnsEndpoint("ns", "a", ep("c.example.org", "A", 0, "192.0.2.1"), ep("c.example.org", "CNAME", 0, "www.example.org"),
-			ep("example.org", "CNAME", 0, "www.example.org")),
+		"a.yaml": testkit.DNSEndpoint("ns", "a", nil, testkit.EP("c.example.org", "A", 0, "192.0.2.1"), testkit.EP("c.example.org", "CNAME", 0, "www.example.org"),
+			testkit.EP("example.org", "CNAME", 0, "www.example.org")),
 	})
 	check(t, k, []test.Case{
 		{Qname: "c.example.org.", Qtype: dns.TypeA, Authoritative: true,
@@ -106,16 +107,16 @@ func TestInvalidEndpointsSkippedRestServed(t *testing.T) {
 		before[r] = testutil.ToFloat64(invalidEndpoints.WithLabelValues(r))
 	}
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
-		"a.yaml": dnsEndpoint("ns", "a",
-			ep("ok.example.org", "A", 0, "192.0.2.1"),
-			ep("v6.example.org", "A", 0, "2001:db8::1"),
-			ep("bad.example.org", "AAAA", 0, "192.0.2.1"),
-			ep("srv.example.org", "SRV", 0, "10 mail.example.org"),
-			ep("mx.example.org", "MX", 0, "high mail.example.org"),
-			ep("alias.example.org", "ALIAS", 0, "www.example.org"),
-			ep("bad name.example.org", "A", 0, "192.0.2.1"),
-			ep("two.example.org", "CNAME", 0, "a.example.org", "b.example.org"),
-			ep("ok2.example.org", "TXT", 0, "still here")),
+		"a.yaml": testkit.DNSEndpoint("ns", "a", nil,
+			testkit.EP("ok.example.org", "A", 0, "192.0.2.1"),
+			testkit.EP("v6.example.org", "A", 0, "2001:db8::1"),
+			testkit.EP("bad.example.org", "AAAA", 0, "192.0.2.1"),
+			testkit.EP("srv.example.org", "SRV", 0, "10 mail.example.org"),
+			testkit.EP("mx.example.org", "MX", 0, "high mail.example.org"),
+			testkit.EP("alias.example.org", "ALIAS", 0, "www.example.org"),
+			testkit.EP("bad name.example.org", "A", 0, "192.0.2.1"),
+			testkit.EP("two.example.org", "CNAME", 0, "a.example.org", "b.example.org"),
+			testkit.EP("ok2.example.org", "TXT", 0, "still here")),
 	})
 	check(t, k, []test.Case{
 		{Qname: "ok.example.org.", Qtype: dns.TypeA, Authoritative: true,
@@ -135,20 +136,20 @@ func TestInvalidEndpointsSkippedRestServed(t *testing.T) {
 
 func TestEmptyNonTerminalGoesWithItsLastDescendant(t *testing.T) {
 	k, dir := newTestPlugin(t, "example.org", zoneBody, map[string]string{
-		"a.yaml": dnsEndpoint("ns", "a", ep("x.y.z.example.org", "A", 0, "192.0.2.1")),
-		"b.yaml": dnsEndpoint("ns", "b", ep("w.z.example.org", "A", 0, "192.0.2.2")),
+		"a.yaml": testkit.DNSEndpoint("ns", "a", nil, testkit.EP("x.y.z.example.org", "A", 0, "192.0.2.1")),
+		"b.yaml": testkit.DNSEndpoint("ns", "b", nil, testkit.EP("w.z.example.org", "A", 0, "192.0.2.2")),
 	})
 	rcode := func(name string) int { r, _ := ask(t, k, name, dns.TypeA); return r.Rcode }
 	if rcode("y.z.example.org.") != dns.RcodeSuccess || rcode("z.example.org.") != dns.RcodeSuccess {
 		t.Fatal("empty non-terminals y.z and z should be NODATA")
 	}
 	os.Remove(filepath.Join(dir, "a.yaml"))
-	eventually(t, "y.z gone with x.y.z", func() bool { return rcode("y.z.example.org.") == dns.RcodeNameError })
+	testkit.Eventually(t, 5*time.Second, "y.z gone with x.y.z", func() bool { return rcode("y.z.example.org.") == dns.RcodeNameError })
 	if rcode("z.example.org.") != dns.RcodeSuccess {
 		t.Error("z.example.org still has w.z below it: want NODATA")
 	}
 	os.Remove(filepath.Join(dir, "b.yaml"))
-	eventually(t, "z gone with w.z", func() bool { return rcode("z.example.org.") == dns.RcodeNameError })
+	testkit.Eventually(t, 5*time.Second, "z gone with w.z", func() bool { return rcode("z.example.org.") == dns.RcodeNameError })
 }
 
 func TestSerialIsUnixTimeOfLatestChangeAndGrows(t *testing.T) {
@@ -160,13 +161,13 @@ func TestSerialIsUnixTimeOfLatestChangeAndGrows(t *testing.T) {
 	}
 	later := func() time.Time { return time.Unix(int64(s1)+100, 0) }
 	k.builder.clock.Store(&later)
-	write(t, filepath.Join(dir, "a.yaml"), dnsEndpoint("ns", "a", ep("a.example.org", "A", 0, "192.0.2.1")))
-	eventually(t, "serial moves to the change time", func() bool { return serial() == s1+100 })
+	write(t, filepath.Join(dir, "a.yaml"), testkit.DNSEndpoint("ns", "a", nil, testkit.EP("a.example.org", "A", 0, "192.0.2.1")))
+	testkit.Eventually(t, 5*time.Second, "serial moves to the change time", func() bool { return serial() == s1+100 })
 	// A clock that goes back never lowers the serial.
 	earlier := func() time.Time { return time.Unix(int64(s1)-1000, 0) }
 	k.builder.clock.Store(&earlier)
-	write(t, filepath.Join(dir, "a.yaml"), dnsEndpoint("ns", "a", ep("a.example.org", "A", 0, "192.0.2.2")))
-	eventually(t, "change applied", hasA(k, t, "a.example.org.", "192.0.2.2"))
+	write(t, filepath.Join(dir, "a.yaml"), testkit.DNSEndpoint("ns", "a", nil, testkit.EP("a.example.org", "A", 0, "192.0.2.2")))
+	testkit.Eventually(t, 5*time.Second, "change applied", hasA(k, t, "a.example.org.", "192.0.2.2"))
 	if s := serial(); s != s1+100 {
 		t.Errorf("serial went from %d to %d", s1+100, s)
 	}
@@ -174,12 +175,12 @@ func TestSerialIsUnixTimeOfLatestChangeAndGrows(t *testing.T) {
 
 func TestStoreReaderForOtherPlugins(t *testing.T) {
 	k, _ := newTestPlugin(t, "gslb.example.org", "", map[string]string{
-		"a.yaml": strings.Replace(dnsEndpoint("k8gb", "app",
-			ep("app.gslb.example.org", "A", 30, "10.0.0.1"),
-			"    providerSpecific:\n    - name: gslb/strategy\n      value: failover\n    labels:\n      strategy: failover",
-			ep("app.gslb.example.org", "AAAA", 0, "2001:db8::1"),
-			ep("declared.gslb.example.org", "A", 0),
-			ep("alias.gslb.example.org", "CNAME", 0, "app.example.net")), "metadata:\n", "metadata:\n  labels:\n    k8gb.io/dnstype: local\n", 1),
+		"a.yaml": testkit.DNSEndpoint("k8gb", "app", map[string]string{"k8gb.io/dnstype": "local"},
+			testkit.Endpoint{DNSName: "app.gslb.example.org", RecordType: "A", TTL: 30, Targets: []string{"10.0.0.1"},
+				ProviderSpecific: [][2]string{{"gslb/strategy", "failover"}}, Labels: map[string]string{"strategy": "failover"}},
+			testkit.EP("app.gslb.example.org", "AAAA", 0, "2001:db8::1"),
+			testkit.EP("declared.gslb.example.org", "A", 0),
+			testkit.EP("alias.gslb.example.org", "CNAME", 0, "app.example.net")),
 	})
 	r := k.Store()
 	if !r.Synced() {
@@ -220,7 +221,7 @@ func TestBurstOfEventsCoalescedIntoFewSwaps(t *testing.T) {
 		k.builder.upsert(o)
 	}
 	queued := time.Since(start)
-	eventually(t, "burst applied", hasA(k, t, "host999-0.team49.example.org.", "192.0.2.1"))
+	testkit.Eventually(t, 5*time.Second, "burst applied", hasA(k, t, "host999-0.team49.example.org.", "192.0.2.1"))
 	// 1000 events queued well inside the 20 ms window become one or two swaps.
 	if queued > 10*time.Millisecond {
 		t.Logf("queueing took %v: the machine is too slow to judge coalescing", queued)

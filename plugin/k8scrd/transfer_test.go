@@ -11,6 +11,8 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 func TestTransferWholeZoneBetweenSOAs(t *testing.T) {
@@ -86,7 +88,7 @@ func TestTruncatedOverUDPWholeOverTCPAndEDNS0(t *testing.T) {
 		targets = append(targets, "192.0.2."+strconv.Itoa(i+1))
 	}
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
-		"big.yaml": dnsEndpoint("ns", "big", ep("big.example.org", "A", 0, targets...)),
+		"big.yaml": testkit.DNSEndpoint("ns", "big", nil, testkit.EP("big.example.org", "A", 0, targets...)),
 	})
 	query := func(proto string, bufsize uint16) *dns.Msg {
 		m := new(dns.Msg)
