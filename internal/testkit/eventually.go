@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// Condition is what Eventually waits for: a predicate, or a predicate that
-// also says what it saw (the note goes into the failure message).
+// Condition is what Eventually waits for: a predicate, a predicate that also
+// says what it saw, or a check whose error says why it does not hold yet
+// (the note or the error goes into the failure message).
 type Condition interface {
-	func() bool | func() (bool, string)
+	func() bool | func() (bool, string) | func() error
 }
 
 // Eventually waits until cond holds, for at most d, and fails the test
@@ -35,8 +36,13 @@ func Within[C Condition](d time.Duration, cond C) (note string, ok bool) {
 			return c(), ""
 		case func() (bool, string):
 			return c()
+		case func() error:
+			if err := c(); err != nil {
+				return false, err.Error()
+			}
+			return true, ""
 		}
-		panic("unreachable: Condition has two shapes")
+		panic("unreachable: Condition has three shapes")
 	}
 	deadline := time.Now().Add(d)
 	pause := 10 * time.Millisecond

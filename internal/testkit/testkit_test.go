@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ func TestWithinWaitsForTheCondition(t *testing.T) {
 	n := 0
 	if _, ok := Within(time.Second, func() bool { n++; return n == 3 }); !ok || n != 3 {
 		t.Errorf("condition true at the 3rd look: ok %v after %d looks", ok, n)
+	}
+	if note, ok := Within(50*time.Millisecond, func() error { return errors.New("not yet") }); ok || note != "not yet" {
+		t.Errorf("a check that keeps failing: got ok %v, note %q", ok, note)
 	}
 	start := time.Now()
 	note, ok := Within(100*time.Millisecond, func() (bool, string) { return false, "still no" })
