@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -127,18 +128,18 @@ func TestPeersFromNSDelegation(t *testing.T) {
 
 	// ap leaves the delegation, and eu's own name server too.
 	parent.set(map[string]string{"gslb-ns-us." + zone: "127.0.0.21"})
-	eventually(t, "ap dropped", func() bool { return slices.Equal(peerTags(g), want[1:]) })
+	testkit.Eventually(t, 5*time.Second, "ap dropped", func() bool { return slices.Equal(peerTags(g), want[1:]) })
 	if got := addrs(ask(t, g, app, dns.TypeA)); !slices.Equal(got, []string{"10.0.1.1", "10.0.2.1"}) {
 		t.Errorf("after ap left: got %v", got)
 	}
-	eventually(t, "parent_link 0", func() bool { return testutil.ToFloat64(parentLink.WithLabelValues(zone, "eu")) == 0 })
+	testkit.Eventually(t, 5*time.Second, "parent_link 0", func() bool { return testutil.ToFloat64(parentLink.WithLabelValues(zone, "eu")) == 0 })
 
 	// The parent stops answering: the last good set is kept.
 	errs := testutil.ToFloat64(discoveryErrors.WithLabelValues(zone))
 	parent.mu.Lock()
 	parent.silent = true
 	parent.mu.Unlock()
-	eventually(t, "discovery error counted", func() bool { return testutil.ToFloat64(discoveryErrors.WithLabelValues(zone)) > errs })
+	testkit.Eventually(t, 5*time.Second, "discovery error counted", func() bool { return testutil.ToFloat64(discoveryErrors.WithLabelValues(zone)) > errs })
 	if got := peerTags(g); !slices.Equal(got, want[1:]) {
 		t.Errorf("parent unreachable: peers %v, want the last good set %v", got, want[1:])
 	}
@@ -148,7 +149,7 @@ func TestPeersFromNSDelegation(t *testing.T) {
 	parent.silent = false
 	parent.ns = map[string]string{"gslb-ns-us." + zone: "127.0.0.21", "gslb-ns-ap." + zone: "127.0.0.22", "gslb-ns-eu." + zone: "127.0.0.20"}
 	parent.mu.Unlock()
-	eventually(t, "ap back and answering", func() bool {
+	testkit.Eventually(t, 5*time.Second, "ap back and answering", func() bool {
 		return slices.Equal(addrs(ask(t, g, app, dns.TypeA)), []string{"10.0.1.1", "10.0.3.1", "10.0.2.1"})
 	})
 	_ = ap

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/miekg/dns"
@@ -94,7 +96,7 @@ func TestClientIndependentAnswerHasScopeZero(t *testing.T) {
 func TestGeoipClientTagWithoutTargetsAnswersAll(t *testing.T) {
 	g, _, us, _ := twoPeers(t, geoCIDRs, newFakeStore(host(app, "10.0.1.1")))
 	us.set(app)
-	eventually(t, "us without targets", func() bool {
+	testkit.Eventually(t, 5*time.Second, "us without targets", func() bool {
 		return slices.Equal(addrs(ask(t, g, app, dns.TypeA, withECS(1, "10.2.3.0", 24))), []string{"10.0.1.1", "10.0.3.1"})
 	})
 }

@@ -3,7 +3,9 @@ package gslb
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -39,7 +41,7 @@ func TestExplainOnlyForAllowedClients(t *testing.T) {
 func TestExplainGeoAndStale(t *testing.T) {
 	g, _, _, ap := twoPeers(t, geoCIDRs+"\nsplit_brain_threshold 1h", newFakeStore(host(app, "10.0.1.1")))
 	ap.setMode("servfail")
-	eventually(t, "ap stale", func() bool { return stateOf(g, "ap") == stateStale })
+	testkit.Eventually(t, 5*time.Second, "ap stale", func() bool { return stateOf(g, "ap") == stateStale })
 	m := ask(t, g, "_gslb-explain."+app, dns.TypeTXT, from("127.0.0.1"), withECS(1, "10.2.3.0", 24))
 	txt := strings.Join(m.Answer[0].(*dns.TXT).Txt, "\n")
 	for _, want := range []string{

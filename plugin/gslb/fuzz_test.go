@@ -12,6 +12,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 
 	"github.com/miekg/dns"
 )
@@ -103,10 +104,7 @@ func fuzzGSLB(tb testing.TB) *GSLB {
 			host("empty."+zone),
 		)
 		g.start()
-		deadline := time.Now().Add(5 * time.Second)
-		for !g.Ready() && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.Within(5*time.Second, g.Ready)
 		fuzzG = g
 	})
 	if fuzzErr != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -59,7 +60,7 @@ func TestFailoverFirstPrimaryWithTargets(t *testing.T) {
 	// us stops having targets (NODATA is "up, no targets"): ap is next.
 	before := testutil.ToFloat64(failovers.WithLabelValues(zone, "ap"))
 	us.set(app)
-	eventually(t, "failover to ap", func() bool {
+	testkit.Eventually(t, 5*time.Second, "failover to ap", func() bool {
 		return slices.Equal(addrs(ask(t, g, app, dns.TypeA)), []string{"10.0.3.1"})
 	})
 	if after := testutil.ToFloat64(failovers.WithLabelValues(zone, "ap")); after <= before {

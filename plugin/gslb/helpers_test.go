@@ -14,6 +14,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/internal/store/storetest"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 
 	"github.com/miekg/dns"
 )
@@ -169,25 +170,7 @@ func newGSLB(t testing.TB, corefile string, st *storetest.Store) (*GSLB, *next) 
 
 func waitReady(t testing.TB, g *GSLB) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !g.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("gslb not ready after 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// eventually polls cond until it holds or 5s pass.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 5s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, "gslb ready", g.Ready)
 }
 
 type queryOpt func(m *dns.Msg, w *test.ResponseWriter)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coredns/caddy"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -48,7 +49,7 @@ func TestPeerStateUpStaleDownUp(t *testing.T) {
 	}
 
 	us.setMode("silent")
-	eventually(t, "us stale", func() bool { return stateOf(g, "us") == stateStale })
+	testkit.Eventually(t, 5*time.Second, "us stale", func() bool { return stateOf(g, "us") == stateStale })
 	if gauge(stateStale) != 1 || gauge(stateUp) != 0 {
 		t.Errorf("peer_state metric when stale: stale %v up %v", gauge(stateStale), gauge(stateUp))
 	}
@@ -57,15 +58,15 @@ func TestPeerStateUpStaleDownUp(t *testing.T) {
 		t.Errorf("stale primary: got %v, want its last answer", got)
 	}
 
-	eventually(t, "us down after split_brain_threshold", func() bool { return stateOf(g, "us") == stateDown })
+	testkit.Eventually(t, 5*time.Second, "us down after split_brain_threshold", func() bool { return stateOf(g, "us") == stateDown })
 	if got := addrs(ask(t, g, app, dns.TypeA)); !slices.Equal(got, []string{"10.0.1.1"}) {
 		t.Errorf("down primary: got %v, want failover to eu", got)
 	}
-	eventually(t, "down in metrics", func() bool { return gauge(stateDown) == 1 })
+	testkit.Eventually(t, 5*time.Second, "down in metrics", func() bool { return gauge(stateDown) == 1 })
 
 	us.setMode("")
-	eventually(t, "us up again", func() bool { return stateOf(g, "us") == stateUp })
-	eventually(t, "answers from us again", func() bool {
+	testkit.Eventually(t, 5*time.Second, "us up again", func() bool { return stateOf(g, "us") == stateUp })
+	testkit.Eventually(t, 5*time.Second, "answers from us again", func() bool {
 		return slices.Equal(addrs(ask(t, g, app, dns.TypeA)), []string{"10.0.2.1"})
 	})
 }
@@ -85,7 +86,7 @@ func TestBadPeerAnswersAreFailures(t *testing.T) {
 			failures := func() float64 { return testutil.ToFloat64(peerFailures.WithLabelValues(zone, "us", reason)) }
 			before := failures()
 			us.setMode(mode)
-			eventually(t, "us stale", func() bool { return stateOf(g, "us") == stateStale })
+			testkit.Eventually(t, 5*time.Second, "us stale", func() bool { return stateOf(g, "us") == stateStale })
 			if failures() == before {
 				t.Errorf("peer_failures_total{reason=%q} did not grow", reason)
 			}
@@ -94,7 +95,7 @@ func TestBadPeerAnswersAreFailures(t *testing.T) {
 				t.Errorf("got %v, want the last good answer", got)
 			}
 			us.setMode("")
-			eventually(t, "us up again", func() bool { return stateOf(g, "us") == stateUp })
+			testkit.Eventually(t, 5*time.Second, "us up again", func() bool { return stateOf(g, "us") == stateUp })
 		})
 	}
 }
@@ -103,7 +104,7 @@ func TestNXDOMAINAndNODATAMeanUpWithoutTargets(t *testing.T) {
 	g, us, _ := onePeer(t, "timeout 200ms\nrefresh 200ms", app)
 	waitReady(t, g)
 	us.set(app) // NODATA
-	eventually(t, "failover to eu on NODATA", func() bool {
+	testkit.Eventually(t, 5*time.Second, "failover to eu on NODATA", func() bool {
 		return slices.Equal(addrs(ask(t, g, app, dns.TypeA)), []string{"10.0.1.1"})
 	})
 	if s := stateOf(g, "us"); s != stateUp {

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -108,7 +110,7 @@ func TestPeerServingOnlyTheZoneIsUp(t *testing.T) {
 				split_brain_threshold 600ms
 			}`, zone, tc.tag, p.addr), newFakeStore())
 			waitReady(t, g)
-			eventually(t, "peer "+tc.tag+" up from the probe alone", func() bool { return stateOf(g, tc.tag) == stateUp })
+			testkit.Eventually(t, 5*time.Second, "peer "+tc.tag+" up from the probe alone", func() bool { return stateOf(g, tc.tag) == stateUp })
 			for _, s := range stateNames {
 				want := 0.0
 				if s == "up" {
@@ -123,8 +125,8 @@ func TestPeerServingOnlyTheZoneIsUp(t *testing.T) {
 			}
 
 			p.srv.Shutdown()
-			eventually(t, "peer "+tc.tag+" stale once it stops answering", func() bool { return stateOf(g, tc.tag) != stateUp })
-			eventually(t, "peer "+tc.tag+" down after split_brain_threshold", func() bool {
+			testkit.Eventually(t, 5*time.Second, "peer "+tc.tag+" stale once it stops answering", func() bool { return stateOf(g, tc.tag) != stateUp })
+			testkit.Eventually(t, 5*time.Second, "peer "+tc.tag+" down after split_brain_threshold", func() bool {
 				return testutil.ToFloat64(peerState.WithLabelValues(zone, tc.tag, "down")) == 1
 			})
 		})
@@ -140,7 +142,7 @@ func TestFreshAnswerIsNotFetchedAgain(t *testing.T) {
 	g, us, _ := onePeer(t, "timeout 200ms\nrefresh 1h", app)
 	waitReady(t, g)
 	p := g.peers.Load().byTag["us"]
-	eventually(t, "app cached", func() bool { _, ok := p.cache.Load(app); return ok })
+	testkit.Eventually(t, 5*time.Second, "app cached", func() bool { _, ok := p.cache.Load(app); return ok })
 	before := us.queries.Load()
 	e, err := p.fetchShared(app)
 	if err != nil || len(e.a) != 1 || e.a[0].String() != "10.0.2.1" {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // TestStoreChangeSeenWithoutWalking: gslb reads the store's GSLB hosts when
@@ -23,14 +25,14 @@ func TestStoreChangeSeenWithoutWalking(t *testing.T) {
 	asked := us.queries.Load()
 	start := time.Now()
 	st.Put(host(added, "10.0.1.9"))
-	eventually(t, "the new host among the declared ones", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the new host among the declared ones", func() bool {
 		d := g.declared.Load()
 		return d != nil && slices.Contains(*d, added)
 	})
 	if d := time.Since(start); d > 100*time.Millisecond && !raceDetector {
 		t.Errorf("the new host was seen %s after the change; want within 100ms", d)
 	}
-	eventually(t, "the peer asked about the new host", func() bool { return us.queries.Load() > asked })
+	testkit.Eventually(t, 5*time.Second, "the peer asked about the new host", func() bool { return us.queries.Load() > asked })
 	if n := st.Walks() - idle; n != 1 {
 		t.Errorf("%d walks for one change; want 1", n)
 	}

@@ -10,9 +10,8 @@ import (
 	"github.com/coredns/coredns/plugin/file"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
-	"github.com/miekg/dns"
-
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/miekg/dns"
 )
 
 // The same data as DNSEndpoints and as a zone file. negttl equals ttl so that

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 func hasA(k *K8sCRD, t *testing.T, name, addr string) func() bool {

@@ -12,9 +12,8 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
-	"github.com/miekg/dns"
-
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/miekg/dns"
 )
 
 // The fuzz targets below run their committed seeds (testdata/fuzz/<name>/)

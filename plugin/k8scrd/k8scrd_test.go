@@ -4,12 +4,11 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
-
-	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // zoneManifests is example.org with every shape of data the handler serves.

@@ -14,12 +14,11 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/external-dns/apis/v1alpha1"
-
-	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // fakeAPI is a minimal API server for dnsendpoints: list, and watch streams

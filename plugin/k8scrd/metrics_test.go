@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestMetricsRecordsPerZoneAndLastSync(t *testing.T) {

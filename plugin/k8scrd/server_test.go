@@ -9,9 +9,8 @@ import (
 
 	"github.com/coredns/coredns/core/dnsserver"
 	ctest "github.com/coredns/coredns/test"
-	"github.com/miekg/dns"
-
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/miekg/dns"
 )
 
 // startServer runs a real CoreDNS server in-process from a Corefile, with

@@ -10,9 +10,8 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/coredns/coredns/request"
-	"github.com/miekg/dns"
-
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/miekg/dns"
 )
 
 func TestTransferWholeZoneBetweenSOAs(t *testing.T) {

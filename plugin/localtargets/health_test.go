@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/internal/store/storetest"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
@@ -248,7 +249,7 @@ func TestBackgroundChecksDriveAnswers(t *testing.T) {
 
 	one := test.Case{Qname: "localtargets-app.example.org.", Qtype: dns.TypeA,
 		Answer: []dns.RR{test.A("localtargets-app.example.org. 5 IN A 127.0.0.1")}}
-	waitFor(t, "the listening target alone", func() error {
+	testkit.Eventually(t, 5*time.Second, "the listening target alone", func() error {
 		rec := dnstest.NewRecorder(&test.ResponseWriter{})
 		lt.ServeDNS(context.Background(), rec, one.Msg())
 		return test.SortAndCheck(rec.Msg, one)
@@ -259,7 +260,7 @@ func TestBackgroundChecksDriveAnswers(t *testing.T) {
 
 	l.Close()
 	none := nodata("localtargets-app.example.org.", dns.TypeA)
-	waitFor(t, "NODATA once every target fails", func() error {
+	testkit.Eventually(t, 5*time.Second, "NODATA once every target fails", func() error {
 		rec := dnstest.NewRecorder(&test.ResponseWriter{})
 		lt.ServeDNS(context.Background(), rec, none.Msg())
 		return test.SortAndCheck(rec.Msg, none)
@@ -287,7 +288,7 @@ func TestRemovedTargetsStopBeingChecked(t *testing.T) {
 	}
 	c.start()
 	defer c.stop()
-	waitFor(t, "both targets checked", func() error {
+	testkit.Eventually(t, 5*time.Second, "both targets checked", func() error {
 		if len(c.snapshot()) != 2 {
 			return errors.New("not both healthy")
 		}
@@ -295,7 +296,7 @@ func TestRemovedTargetsStopBeingChecked(t *testing.T) {
 	})
 
 	s.Set(&store.Host{Name: "app.example.org.", TTL: 30, A: addrs("10.0.0.1")})
-	waitFor(t, "the removed target gone", func() error {
+	testkit.Eventually(t, 5*time.Second, "the removed target gone", func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if len(c.targets) != 1 {
@@ -305,21 +306,6 @@ func TestRemovedTargetsStopBeingChecked(t *testing.T) {
 	})
 	if _, ok := c.snapshot()[netip.MustParseAddr("10.0.0.2")]; ok {
 		t.Error("removed target still in the healthy set")
-	}
-}
-
-func waitFor(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -341,7 +327,7 @@ func TestReloadKeepsHealthState(t *testing.T) {
 		return errors.New("refused")
 	}
 	old.start()
-	waitFor(t, "the old checker's first round", func() error {
+	testkit.Eventually(t, 5*time.Second, "the old checker's first round", func() error {
 		if !old.ready.Load() || len(old.snapshot()) != 1 {
 			return errors.New("not yet")
 		}

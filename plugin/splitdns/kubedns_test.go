@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -91,9 +92,10 @@ func TestKubeDNSChangeTakesEffect(t *testing.T) {
 		t.Fatalf("before the change: %s", got)
 	}
 	write(stubDomainsFile, `{"acme.local": ["`+two.addr+`"]}`)
-	if !eventually(2*time.Second, func() bool { return answer() == "10.0.0.2" }) {
-		t.Fatalf("change to stubDomains not picked up: %s", answer())
-	}
+	testkit.Eventually(t, 2*time.Second, "the change to stubDomains picked up", func() (bool, string) {
+		got := answer()
+		return got == "10.0.0.2", "answer " + got
+	})
 	write(stubDomainsFile, `{"acme.local": [`) // broken: keep the last good routes
 	time.Sleep(100 * time.Millisecond)
 	if got := answer(); got != "10.0.0.2" {
@@ -101,9 +103,10 @@ func TestKubeDNSChangeTakesEffect(t *testing.T) {
 	}
 	write(upstreamNameserversFile, `["`+one.addr+`"]`)
 	write(stubDomainsFile, `{}`)
-	if !eventually(2*time.Second, func() bool { return answer() == "10.0.0.1" }) {
-		t.Fatalf("stub domain removal and upstreamNameservers not picked up: %s", answer())
-	}
+	testkit.Eventually(t, 2*time.Second, "stub domain removal and upstreamNameservers picked up", func() (bool, string) {
+		got := answer()
+		return got == "10.0.0.1", "answer " + got
+	})
 	if src := s.table.Load().def.source; src != "upstreamNameservers" {
 		t.Errorf("default route from %s", src)
 	}

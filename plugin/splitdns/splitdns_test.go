@@ -11,6 +11,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 
 	"github.com/miekg/dns"
 )
@@ -314,7 +315,7 @@ func TestReadyWaitsForDefaultRouteOnly(t *testing.T) {
 		%s
 	}`
 	s := newSplitDNS(t, strings.Replace(corefile, "%s", "", 1))
-	if !eventually(2*time.Second, s.Ready) {
+	if _, ok := testkit.Within(2*time.Second, s.Ready); !ok {
 		t.Errorf("not ready although the default upstream answers")
 	}
 	s2 := newSplitDNS(t, strings.Replace(corefile, "%s", "ready_requires all", 1))
@@ -327,17 +328,6 @@ func TestReadyWaitsForDefaultRouteOnly(t *testing.T) {
 	if s3.Ready() {
 		t.Errorf("ready_requires private.corp: ready although its only upstream is dead")
 	}
-}
-
-func eventually(d time.Duration, f func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if f() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
 }
 
 func TestUpstreamWithoutEDNSIsAskedAgainWithoutMarker(t *testing.T) {
@@ -393,9 +383,7 @@ func TestSilentUpstreamCostsOnlyTheTimeout(t *testing.T) {
 		t.Errorf("first query: %s after %v, want the second upstream's answer after about 300ms", dns.RcodeToString[m.Rcode], d)
 	}
 	// Health checks hold it down; then queries go straight to the live one.
-	if !eventually(3*time.Second, func() bool { return s.table.Load().def.upstreams[0].proxy.Down(s.maxfails) }) {
-		t.Fatalf("silent upstream never held down")
-	}
+	testkit.Eventually(t, 3*time.Second, "the silent upstream held down", func() bool { return s.table.Load().def.upstreams[0].proxy.Down(s.maxfails) })
 	start = time.Now()
 	if m := query(t, s, "example.com.", dns.TypeA, false); m.Rcode != dns.RcodeSuccess || time.Since(start) > 250*time.Millisecond { // well under the 300ms timeout
 		t.Errorf("after hold-down: %s in %v", dns.RcodeToString[m.Rcode], time.Since(start))

@@ -16,11 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // Kube is a real Kubernetes API server (kube-apiserver + etcd) on a loopback

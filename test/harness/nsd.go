@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/miekg/dns"
 )
 
 // NSD is a Debian `nsd` process serving zone files, a reference
