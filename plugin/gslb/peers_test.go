@@ -151,7 +151,7 @@ func TestSteadyStateWaitsOnNoPeer(t *testing.T) {
 	for range 20 {
 		start := time.Now()
 		got := addrs(ask(t, g, app, dns.TypeA))
-		if d := time.Since(start); d > 100*time.Millisecond {
+		if d := time.Since(start); !testkit.Race && d > 100*time.Millisecond {
 			t.Fatalf("steady-state query took %s", d)
 		}
 		if !slices.Equal(got, []string{"10.0.2.1"}) {
@@ -170,7 +170,7 @@ func TestClientQueryWaitsAtMostTimeout(t *testing.T) {
 	st.Put(host("new."+zone, "10.0.1.9"))
 	start := time.Now()
 	m := ask(t, g, "new."+zone, dns.TypeA)
-	if d := time.Since(start); d > 450*time.Millisecond {
+	if d := time.Since(start); !testkit.Race && d > 450*time.Millisecond {
 		t.Errorf("query waited %s, timeout is 300ms", d)
 	}
 	if got := addrs(m); !slices.Equal(got, []string{"10.0.1.9"}) {

@@ -214,7 +214,7 @@ func TestHTTPCheckTimesOut(t *testing.T) {
 	if err := c.check(ctx, netip.MustParseAddr("127.0.0.1")); err == nil {
 		t.Error("a check of a server that never answers passed")
 	}
-	if d := time.Since(start); d > time.Second {
+	if d := time.Since(start); !testkit.Race && d > time.Second {
 		t.Errorf("check took %s, beyond its 200ms timeout", d)
 	}
 }
