@@ -1,5 +1,0 @@
-//go:build !race
-
-package gslb
-
-const raceDetector = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package localtargets
-
-const raceDetector = false

@@ -1,7 +1,0 @@
-//go:build race
-
-package localtargets
-
-// raceDetector is true under -race, whose slowdown makes time bounds
-// meaningless: tests then check what happens, not how fast.
-const raceDetector = true
