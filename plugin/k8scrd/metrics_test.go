@@ -1,6 +1,7 @@
 package k8scrd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,9 +16,11 @@ func TestMetricsRecordsPerZoneAndLastSync(t *testing.T) {
 		"a.yaml": testkit.DNSEndpoint("ns", "a", nil, testkit.EP("a.metrics.example", "A", 0, "192.0.2.1", "192.0.2.2"), testkit.EP("a.metrics.example", "TXT", 0, "x")),
 	})
 	records := func() float64 { return testutil.ToFloat64(recordsGauge.WithLabelValues("metrics.example.")) }
-	if records() != 3 {
-		t.Errorf("records: %v, want 3", records())
-	}
+	// The builder sets the gauges just after it publishes the snapshot that
+	// made the plugin ready.
+	testkit.Eventually(t, 5*time.Second, "the records gauge of the first sync", func() (bool, string) {
+		return records() == 3, fmt.Sprintf("records: %v, want 3", records())
+	})
 	if ts := testutil.ToFloat64(lastSync); time.Since(time.Unix(int64(ts), 0)) > time.Minute {
 		t.Errorf("last sync timestamp %v is not recent", ts)
 	}
