@@ -97,9 +97,10 @@ type delegation struct {
 // discover asks the parent's servers, in order, for the zone's NS set and
 // glue.
 func (g *GSLB) discover(ctx context.Context) (delegation, error) {
+	x := newExchanger(g.timeout)
 	var errs []error
 	for _, s := range g.disc.servers {
-		d, err := g.askParent(ctx, s)
+		d, err := g.askParent(ctx, x, s)
 		if err == nil {
 			return d, nil
 		}
@@ -108,27 +109,18 @@ func (g *GSLB) discover(ctx context.Context) (delegation, error) {
 	return delegation{}, errors.Join(errs...)
 }
 
-func (g *GSLB) exchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
+// parentQuery asks a parent's server about name without recursion: the
+// delegation is what the parent itself holds, not what a resolver behind it
+// might find.
+func parentQuery(ctx context.Context, x exchanger, server, name string, qtype uint16) (*dns.Msg, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
 	m.RecursionDesired = false
-	c := &dns.Client{Net: "udp", Timeout: g.timeout}
-	r, _, err := c.ExchangeContext(ctx, m, server)
-	if err == nil && r.Truncated {
-		c.Net = "tcp"
-		r, _, err = c.ExchangeContext(ctx, m, server)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(r.Question) != 1 || !strings.EqualFold(r.Question[0].Name, name) || r.Question[0].Qtype != qtype {
-		return nil, errors.New("answer to another question")
-	}
-	return r, nil
+	return x.exchange(ctx, m, server)
 }
 
-func (g *GSLB) askParent(ctx context.Context, server string) (delegation, error) {
-	r, err := g.exchange(ctx, server, g.zone, dns.TypeNS)
+func (g *GSLB) askParent(ctx context.Context, x exchanger, server string) (delegation, error) {
+	r, err := parentQuery(ctx, x, server, g.zone, dns.TypeNS)
 	if err != nil {
 		return delegation{}, err
 	}
@@ -176,7 +168,7 @@ func (g *GSLB) askParent(ctx context.Context, server string) (delegation, error)
 		if len(addrs) == 0 {
 			// No glue (out of bailiwick): ask the parent's server for it.
 			for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
-				if a, err := g.exchange(ctx, server, n, t); err == nil {
+				if a, err := parentQuery(ctx, x, server, n, t); err == nil {
 					for _, rr := range a.Answer {
 						switch x := rr.(type) {
 						case *dns.A:

@@ -78,13 +78,10 @@ func parsePeerAnswer(q, r *dns.Msg) (peerAnswer, error) {
 	if !r.Response || r.Opcode != dns.OpcodeQuery {
 		return pa, failed(reasonMalformed, "not a query response")
 	}
-	if len(r.Question) != 1 || len(q.Question) != 1 {
-		return pa, failed(reasonWrongQuestion, "question count")
+	if err := answersQuestion(q, r); err != nil {
+		return pa, err
 	}
-	qq, rq := q.Question[0], r.Question[0]
-	if rq.Qtype != qq.Qtype || rq.Qclass != qq.Qclass || !strings.EqualFold(rq.Name, qq.Name) {
-		return pa, failed(reasonWrongQuestion, rq.String())
-	}
+	qq := q.Question[0]
 	switch r.Rcode {
 	case dns.RcodeSuccess, dns.RcodeNameError:
 	default:

@@ -46,6 +46,7 @@ const cycleParallel = 8
 type peer struct {
 	g     *GSLB
 	tag   string
+	x     exchanger
 	addrs atomic.Pointer[[]string] // host:port
 	next  atomic.Uint32            // index of the address in use
 
@@ -65,7 +66,7 @@ type peer struct {
 }
 
 func newPeer(g *GSLB, tag string, addrs []string) *peer {
-	p := &peer{g: g, tag: tag, kick: make(chan struct{}, 1)}
+	p := &peer{g: g, tag: tag, x: newExchanger(g.timeout), kick: make(chan struct{}, 1)}
 	a := slices.Clone(addrs)
 	p.addrs.Store(&a)
 	for _, s := range stateNames {
@@ -148,19 +149,14 @@ func (p *peer) fetch(host string) (*hostTargets, error) {
 }
 
 // query sends one plain localtargets query, the way k8gb peers ask each
-// other, over UDP with a TCP retry on truncation.
+// other.
 func (p *peer) query(ctx context.Context, qname string, qtype uint16) (peerAnswer, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(qname, qtype)
 	addr := p.addr()
 	start := time.Now()
 
-	c := &dns.Client{Net: "udp", Timeout: p.g.timeout}
-	r, _, err := c.ExchangeContext(ctx, m, addr)
-	if err == nil && r.Truncated {
-		c.Net = "tcp"
-		r, _, err = c.ExchangeContext(ctx, m, addr)
-	}
+	r, err := p.x.exchange(ctx, m, addr)
 	var pa peerAnswer
 	if err == nil {
 		pa, err = parsePeerAnswer(m, r)
