@@ -202,14 +202,7 @@ func (g *GSLB) runDiscovery(ctx context.Context) {
 		failing    bool
 		linkLogged = -1 // 1: own NS present, 0: missing, as last logged
 	)
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, g.disc.refresh, nil, func(ctx context.Context) {
 		d, err := g.discover(ctx)
 		if ctx.Err() != nil {
 			return
@@ -247,6 +240,5 @@ func (g *GSLB) runDiscovery(ctx context.Context) {
 			}
 		}
 		g.disc.attempted.Store(true)
-		t.Reset(g.disc.refresh)
-	}
+	})
 }

@@ -229,20 +229,7 @@ func (p *peer) observe(err error) {
 }
 
 // run refreshes the peer's answers in the background until ctx is done.
-func (p *peer) run(ctx context.Context) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-p.kick:
-		}
-		p.cycle(ctx)
-		t.Reset(p.g.tick)
-	}
-}
+func (p *peer) run(ctx context.Context) { every(ctx, p.g.tick, p.kick, p.cycle) }
 
 func (p *peer) wake() {
 	select {
