@@ -245,32 +245,37 @@ func localAddrs() []net.IP {
 // bounds a loop through a server that drops the marker: the query that comes
 // back finds itself in flight and waits, so it is forwarded once per server,
 // and the loop ends with SERVFAIL when the first copy's upstream times out.
-type flightKey struct {
-	name          string // as asked: the answer's question must match it
-	qtype, qclass uint16
-	size          int // the client's buffer: a smaller one may have been given a truncated answer
-	do, cd, tcp   bool
-	options       string // the other EDNS0 options, code and value (client subnet, cookies ...)
-}
+// The flights are a singleflight.Group keyed by newFlightKey.
 
-type flight struct {
-	done    chan struct{} // made by the first waiter (most flights have none), under flights.mu
-	waiters int           // under flights.mu
-	ret     *dns.Msg
-	err     error
-}
-
-type flights struct {
-	mu sync.Mutex
-	m  map[flightKey]*flight
-}
-
-func newFlightKey(state request.Request) flightKey {
+// newFlightKey is the key of the query's flight: the fixed-size fields
+// first, then the name (as asked: the answer's question must match it)
+// after its length, then the other EDNS0 options (client subnet, cookies
+// ...), so that no two different queries share a key.
+func newFlightKey(state request.Request) string {
 	r := state.Req
-	k := flightKey{name: r.Question[0].Name, qtype: r.Question[0].Qtype, qclass: r.Question[0].Qclass, size: state.Size(), cd: r.CheckingDisabled, tcp: state.Proto() == "tcp"}
-	if o := r.IsEdns0(); o != nil {
-		k.do = o.Do()
-		var b strings.Builder
+	q := r.Question[0]
+	var flags byte
+	if r.CheckingDisabled {
+		flags |= 1
+	}
+	if state.Proto() == "tcp" {
+		flags |= 2
+	}
+	o := r.IsEdns0()
+	if o != nil && o.Do() {
+		flags |= 4
+	}
+	size := state.Size() // the client's buffer: a smaller one may have been given a truncated answer
+
+	var b strings.Builder
+	b.Grow(9 + len(q.Name))
+	for _, v := range [...]uint16{q.Qtype, q.Qclass, uint16(size), uint16(len(q.Name))} { // a buffer size and a name fit in 16 bits
+		b.WriteByte(byte(v >> 8))
+		b.WriteByte(byte(v))
+	}
+	b.WriteByte(flags)
+	b.WriteString(q.Name)
+	if o != nil {
 		for _, e := range o.Option {
 			if e.Option() == markerCode {
 				continue
@@ -280,55 +285,15 @@ func newFlightKey(state request.Request) flightKey {
 			b.WriteString(e.String())
 			b.WriteByte(';')
 		}
-		k.options = b.String()
 	}
-	return k
+	return b.String()
 }
 
-// join returns the flight for k, and whether the caller leads it (forwards
-// the query) or waits for it.
-func (fs *flights) join(k flightKey) (*flight, bool) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if f, ok := fs.m[k]; ok {
-		if f.done == nil {
-			f.done = make(chan struct{})
-		}
-		f.waiters++
-		return f, false
-	}
-	f := &flight{}
-	fs.m[k] = f
-	return f, true
-}
-
-// land ends the leader's flight: waiters get a copy of ret (the leader is
-// about to hand ret to its own client, which may change it).
-func (fs *flights) land(k flightKey, f *flight, ret *dns.Msg, err error) {
-	fs.mu.Lock()
-	delete(fs.m, k)
-	waiters, done := f.waiters, f.done
-	fs.mu.Unlock()
-	if waiters == 0 {
-		return
-	}
-	switch {
-	case ret == nil && err == nil:
-		err = errNoUpstream
-	case ret != nil:
-		ret = ret.Copy()
-	}
-	f.ret, f.err = ret, err
-	close(done)
-}
-
-// answerFor returns the flight's answer fitted to a waiting query r: its ID,
-// and no OPT record if r had none.
-func (f *flight) answerFor(r *dns.Msg) (*dns.Msg, error) {
-	if f.err != nil {
-		return nil, f.err
-	}
-	ret := f.ret.Copy()
+// answerFor returns the flight's answer ret fitted to a waiting query r: a
+// copy (the leader and the other waiters hold ret too) with r's ID, and no
+// OPT record if r had none.
+func answerFor(ret, r *dns.Msg) *dns.Msg {
+	ret = ret.Copy()
 	ret.Id = r.Id
 	if r.IsEdns0() == nil {
 		for i := len(ret.Extra) - 1; i >= 0; i-- {
@@ -337,5 +302,5 @@ func (f *flight) answerFor(r *dns.Msg) (*dns.Msg, error) {
 			}
 		}
 	}
-	return ret, nil
+	return ret
 }

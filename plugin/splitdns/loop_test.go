@@ -3,6 +3,9 @@ package splitdns
 import (
 	"testing"
 
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/coredns/coredns/request"
+
 	"github.com/miekg/dns"
 )
 
@@ -41,5 +44,42 @@ func BenchmarkMarkAndCheck(b *testing.B) {
 		m := mark(r)
 		m.unmark(r)
 		m.unmarkReply(reply)
+	}
+}
+
+func TestFlightKeyTellsQueriesApart(t *testing.T) {
+	query := func(edit func(r *dns.Msg, w *test.ResponseWriter)) request.Request {
+		r := new(dns.Msg)
+		r.SetQuestion("example.com.", dns.TypeA)
+		w := &test.ResponseWriter{}
+		if edit != nil {
+			edit(r, w)
+		}
+		return request.Request{Req: r, W: w}
+	}
+	base := newFlightKey(query(nil))
+	if k := newFlightKey(query(nil)); k != base {
+		t.Errorf("identical queries have different keys")
+	}
+	marked := query(func(r *dns.Msg, _ *test.ResponseWriter) { mark(r) })
+	if k := newFlightKey(marked); k != newFlightKey(query(func(r *dns.Msg, _ *test.ResponseWriter) { r.SetEdns0(dns.MinMsgSize, false) })) {
+		t.Errorf("the marker changed the key")
+	}
+	for name, edit := range map[string]func(r *dns.Msg, w *test.ResponseWriter){
+		"name case": func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Name = "Example.com." },
+		"type":      func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Qtype = dns.TypeAAAA },
+		"class":     func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Qclass = dns.ClassCHAOS },
+		"buffer":    func(r *dns.Msg, _ *test.ResponseWriter) { r.SetEdns0(4096, false) },
+		"do":        func(r *dns.Msg, _ *test.ResponseWriter) { r.SetEdns0(dns.MinMsgSize, true) },
+		"cd":        func(r *dns.Msg, _ *test.ResponseWriter) { r.CheckingDisabled = true },
+		"tcp":       func(_ *dns.Msg, w *test.ResponseWriter) { w.TCP = true },
+		"option": func(r *dns.Msg, _ *test.ResponseWriter) {
+			r.SetEdns0(dns.MinMsgSize, false)
+			r.IsEdns0().Option = append(r.IsEdns0().Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"})
+		},
+	} {
+		if newFlightKey(query(edit)) == base {
+			t.Errorf("%s: the query shares the plain query's key", name)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/coredns/coredns/request"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sync/singleflight"
 )
 
 func testTable(zones ...string) *table {
@@ -118,7 +119,7 @@ func BenchmarkQueryPathWithoutUpstream(b *testing.B) {
 	reply := new(dns.Msg)
 	for _, n := range []int{1, 1000} {
 		tbl := tableOf(n)
-		fs := flights{m: map[flightKey]*flight{}}
+		var fs singleflight.Group
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			// On a shared machine wall time per op includes time the
@@ -136,12 +137,12 @@ func BenchmarkQueryPathWithoutUpstream(b *testing.B) {
 				if looped(r) {
 					b.Fatal("looped")
 				}
-				key := newFlightKey(state)
-				f, _ := fs.join(key)
-				m := mark(r)
-				m.unmark(r)
-				m.unmarkReply(reply)
-				fs.land(key, f, reply, nil)
+				fs.Do(newFlightKey(state), func() (any, error) {
+					m := mark(r)
+					m.unmark(r)
+					m.unmarkReply(reply)
+					return reply, nil
+				})
 				rm.response("dns://:53", rt.zone, dns.RcodeSuccess)
 			}
 		})

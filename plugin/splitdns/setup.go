@@ -70,7 +70,6 @@ func setup(c *caddy.Controller) error {
 // New returns a SplitDNS with the defaults and an empty table.
 func New() *SplitDNS {
 	s := &SplitDNS{pool: newPool(), maxfails: defaultMaxFails, stop: make(chan struct{})}
-	s.flights.m = map[flightKey]*flight{}
 	s.cfg.policy = "random"
 	s.table.Store(newTable())
 	return s

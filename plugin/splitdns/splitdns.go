@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/coredns/request"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sync/singleflight"
 )
 
 var log = clog.NewWithPlugin("splitdns")
@@ -26,7 +27,7 @@ type SplitDNS struct {
 
 	table   atomic.Pointer[table] // swapped whole when kube-dns files change
 	pool    *pool
-	flights flights // identical queries in flight, see loop.go
+	flights singleflight.Group // identical queries in flight, see loop.go
 	cfg     config
 
 	maxfails uint32
@@ -53,29 +54,13 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 		return dns.RcodeServerFailure, errLoop
 	}
 
-	key := newFlightKey(state)
-	f, leader := s.flights.join(key)
-	if !leader {
+	led, ret, err := s.fly(ctx, state, rt, rm)
+	if !led {
 		rm.coalesced.Inc()
-		<-f.done // bounded: the leader's exchange has timeouts
-		ret, err := f.answerFor(r)
-		if err != nil {
-			rm.response(server, rt.zone, dns.RcodeServerFailure)
-			return dns.RcodeServerFailure, err
-		}
-		w.WriteMsg(ret)
-		rm.response(server, rt.zone, ret.Rcode)
-		return 0, nil
 	}
-	var ret *dns.Msg
-	var err error
-	func() {
-		defer func() { s.flights.land(key, f, ret, err) }() // even if lead panics: waiters must not hang
-		ret, err = s.lead(ctx, state, rt, rm)
-	}()
 	if err != nil {
 		rm.response(server, rt.zone, dns.RcodeServerFailure)
-		if errors.Is(err, proxy.ErrInvalidRequest) {
+		if led && errors.Is(err, proxy.ErrInvalidRequest) {
 			return dns.RcodeFormatError, err
 		}
 		return dns.RcodeServerFailure, err
@@ -83,6 +68,40 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	w.WriteMsg(ret)
 	rm.response(server, rt.zone, ret.Rcode)
 	return 0, nil
+}
+
+// fly forwards the query, or waits for the answer of an identical query in
+// flight (see loop.go); led says which. The answer is the caller's own to
+// change.
+func (s *SplitDNS) fly(ctx context.Context, state request.Request, rt *route, rm *routeMetrics) (led bool, ret *dns.Msg, err error) {
+	var panicked any
+	v, err, shared := s.flights.Do(newFlightKey(state), func() (_ any, err error) {
+		led = true
+		defer func() {
+			// The leader's panic is its own: waiters get an error, where
+			// singleflight would hand each of them the panic.
+			if p := recover(); p != nil {
+				panicked, err = p, errNoUpstream
+			}
+		}()
+		return s.lead(ctx, state, rt, rm)
+	})
+	if panicked != nil {
+		panic(panicked)
+	}
+	if err != nil {
+		return led, nil, err
+	}
+	ret = v.(*dns.Msg)
+	switch {
+	case !led:
+		ret = answerFor(ret, state.Req)
+	case shared:
+		// Waiters copy ret as the leader hands it to its client, which
+		// may change it: the leader takes a copy too.
+		ret = ret.Copy()
+	}
+	return led, ret, nil
 }
 
 // lead forwards the query for itself and for identical queries waiting on it.
