@@ -87,8 +87,9 @@ var gslbTargets = map[string][]string{
 }
 
 // gslbGroup: the eu server answers a roundRobin gslb host whose answer is
-// assembled from its own targets and two peers' localtargets- answers, and,
-// in the same server block, a plain k8scrd host with the same four targets.
+// assembled from its own targets and two peers' localtargets- answers, its
+// own localtargets- answer (what the peers ask it), and, in the same server
+// block, a plain k8scrd host with the same four targets.
 // Peer answers carry recordTTL 300 and gslb's refresh is 60s, so no peer
 // refresh falls into a window after the warm-up (the idle windows show the
 // background that remains: the store walk every 5 s, Go's sysmon).
@@ -160,12 +161,16 @@ func gslbGroup(e *env) (*group, error) {
 	}
 	// The geoip host: the client (loopback) maps to ap through `geo cidr`.
 	geoCheck := sameAnswer("NOERROR", prefixed("A ", gslbTargets["ap"])...)
+	// What a peer asks: eu runs the same localtargets as the peers, so the
+	// answer the peers give is measured on eu, without a fourth server.
+	localCheck := sameAnswer("NOERROR", prefixed("A ", gslbTargets["eu"])...)
 	for _, r := range []struct {
 		name, host, baseline string
 		check                checker
 	}{
 		{"gslb host, roundRobin, 2 peers", gslbHost, "plain k8scrd host", check},
 		{"gslb host, geoip by source address, 2 peers", geoHost, "plain k8scrd host", geoCheck},
+		{"localtargets answer", "localtargets-" + gslbHost, "plain k8scrd host", localCheck},
 		{"plain k8scrd host", plainHost, "", check},
 	} {
 		q := query{r.host + ".", "A"}

@@ -16,8 +16,9 @@
 //     (benchkit's dataset: hits, and a mix of hits, NODATA, CNAME chains and
 //     NXDOMAIN);
 //   - gslb: a roundRobin gslb host with two peers (native coredns processes
-//     serving localtargets-<host>) against a plain k8scrd host with as many
-//     targets, in the same server block;
+//     serving localtargets-<host>), and the server's own localtargets-<host>
+//     answer, against a plain k8scrd host with as many targets, in the same
+//     server block;
 //   - splitdns: splitdns with one route against stock `forward` with one
 //     zone block, and splitdns with 1,000 routes; the upstream is
 //     test/bench/bare.
