@@ -44,7 +44,8 @@ type builder struct {
 
 	// owned by run
 	objects  map[string]*object
-	byName   map[string][]*object // name -> the objects that declare it (usually one)
+	byName   map[string]*object   // name -> one object that declares it
+	more     map[string][]*object // name -> the others, when more than one does (rare)
 	skipped  map[string]int       // tenancy-skipped endpoints per name
 	conflict map[string]int       // CNAMEs skipped beside other data per name
 }
@@ -53,7 +54,7 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 	b := &builder{
 		cfg: cfg, snap: snap, delay: 20 * time.Millisecond,
 		pending: make(map[string]change), wake: make(chan struct{}, 1),
-		objects: make(map[string]*object), byName: make(map[string][]*object),
+		objects: make(map[string]*object), byName: make(map[string]*object), more: make(map[string][]*object),
 		skipped: make(map[string]int), conflict: make(map[string]int),
 	}
 	now := time.Now
@@ -199,20 +200,15 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 		if old := b.objects[key]; old != nil {
 			for name := range old.names {
 				names[name] = true
-				objs := slices.DeleteFunc(b.byName[name], func(o *object) bool { return o.key == key })
-				if len(objs) == 0 {
-					delete(b.byName, name)
-				} else {
-					b.byName[name] = objs
-				}
+				b.undeclare(name, old)
 			}
 			delete(b.objects, key)
 		}
-		if c.obj != nil {
-			b.objects[key] = c.obj
-			for name := range c.obj.names {
+		if o := c.obj; o != nil {
+			b.objects[key] = o
+			for name := range o.names {
 				names[name] = true
-				b.byName[name] = append(b.byName[name], c.obj)
+				b.declare(name, o)
 			}
 		}
 	}
@@ -226,6 +222,34 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 		next.zones[z] = b.zone(z, apex, old.records+e.records[z], old.cuts+e.cuts[z], old.serial)
 	}
 	return &next
+}
+
+// declare notes that o declares name.
+func (b *builder) declare(name string, o *object) {
+	if _, ok := b.byName[name]; !ok {
+		b.byName[name] = o
+		return
+	}
+	b.more[name] = append(b.more[name], o)
+}
+
+// undeclare forgets that o declares name.
+func (b *builder) undeclare(name string, o *object) {
+	more := b.more[name]
+	if b.byName[name] == o {
+		if len(more) == 0 {
+			delete(b.byName, name)
+			return
+		}
+		b.byName[name], more = more[0], more[1:]
+	} else {
+		more = slices.DeleteFunc(more, func(x *object) bool { return x == o })
+	}
+	if len(more) == 0 {
+		delete(b.more, name)
+	} else {
+		b.more[name] = more
+	}
 }
 
 // rebuild recomputes the node at name from every object that declares it.
@@ -244,7 +268,7 @@ func (b *builder) rebuild(e *edit, name string) {
 		n.below = below
 		e.shard(name)[name] = n
 	case below > 0:
-		e.shard(name)[name] = &node{name: name, below: below}
+		e.shard(name)[name] = &node{below: below}
 	default:
 		if old != nil {
 			delete(e.shard(name), name)
@@ -277,7 +301,7 @@ func (b *builder) ancestors(e *edit, name, zone string, delta int32) {
 		if old != nil {
 			n = *old
 		} else {
-			n = node{name: p}
+			n = node{}
 		}
 		n.below += delta
 		if n.below <= 0 && !n.declared() {
@@ -303,12 +327,12 @@ func countRRs(n *node) int {
 // objects, a deterministic order, one TTL per RRset (the smallest, RFC 2181
 // §5.2), tenancy applied, a CNAME beside other data skipped.
 func (b *builder) merge(name, zone string) *node {
-	contrib := b.byName[name]
-	if len(contrib) == 0 {
+	first, ok := b.byName[name]
+	if !ok {
 		b.count(name, 0, 0)
 		return nil
 	}
-	objs := slices.Clone(contrib)
+	objs := append([]*object{first}, b.more[name]...)
 	// Store order: the oldest object first, then namespace/name, then key.
 	slices.SortFunc(objs, func(x, y *object) int {
 		if c := x.created.Compare(y.created); c != 0 {
@@ -317,34 +341,48 @@ func (b *builder) merge(name, zone string) *node {
 		return cmp.Or(cmp.Compare(x.namespace, y.namespace), cmp.Compare(x.name, y.name), cmp.Compare(x.key, y.key))
 	})
 
-	var sets []rrset
-	var ttls []uint32
+	var sets []merged
+	var owned []bool // sets[i].addrs is the builder's own, not one endpoint's
 	h := store.Host{Name: name}
 	skipped := 0
 	owner := objs[0].namespace
 	for _, o := range objs {
+		eps := o.at(name)
 		if b.cfg.strict && o.namespace != owner {
-			skipped += len(o.names[name])
+			skipped += len(eps)
 			if b.skipped[name] == 0 {
 				log.Warningf("Tenancy strict: %s belongs to namespace %q; ignoring its endpoints in %s/%s", name, owner, o.namespace, o.name)
 			}
 			continue
 		}
 		h.Verbatim = h.Verbatim || o.verbatim
-		for _, ep := range o.names[name] {
-			i := slices.IndexFunc(sets, func(s rrset) bool { return s.rtype == ep.rtype })
-			if i < 0 {
-				sets = append(sets, rrset{rtype: ep.rtype})
-				ttls = append(ttls, ep.ttl)
-				i = len(sets) - 1
+		for i := range eps {
+			ep := &eps[i]
+			j := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == ep.rtype })
+			if j < 0 {
+				// An endpoint's addresses are sorted and unique already: a
+				// set of one endpoint uses them as they are.
+				sets = append(sets, merged{rtype: ep.rtype, ttl: ep.ttl, addrs: ep.addrs})
+				owned = append(owned, false)
+				j = len(sets) - 1
+			} else if len(ep.addrs) > 0 {
+				if !owned[j] {
+					sets[j].addrs = slices.Clone(sets[j].addrs)
+					owned[j] = true
+				}
+				sets[j].addrs = append(sets[j].addrs, ep.addrs...)
 			}
-			ttls[i] = min(ttls[i], ep.ttl)
-			sets[i].rrs = append(sets[i].rrs, ep.rrs...)
-			h.AddressDeclared = h.AddressDeclared || ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA
-			if (ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA) && ep.ttlSet && (!h.TTLSet || ep.ttl < h.TTL) {
+			sets[j].ttl = min(sets[j].ttl, ep.ttl)
+			sets[j].rrs = append(sets[j].rrs, ep.rrs...)
+			address := ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA
+			h.AddressDeclared = h.AddressDeclared || address
+			if address && ep.ttlSet && (!h.TTLSet || ep.ttl < h.TTL) {
 				h.TTL, h.TTLSet = ep.ttl, true
 			}
-			for _, p := range ep.props {
+			if ep.extra == nil {
+				continue
+			}
+			for _, p := range ep.extra.props {
 				if _, ok := h.Properties[p.Name]; !ok {
 					if h.Properties == nil {
 						h.Properties = map[string]string{}
@@ -352,7 +390,7 @@ func (b *builder) merge(name, zone string) *node {
 					h.Properties[p.Name] = p.Value
 				}
 			}
-			for k, v := range ep.labels {
+			for k, v := range ep.extra.labels {
 				if _, ok := h.Labels[k]; !ok {
 					if h.Labels == nil {
 						h.Labels = map[string]string{}
@@ -369,18 +407,22 @@ func (b *builder) merge(name, zone string) *node {
 	conflicts := 0
 	for i := range sets {
 		// Deterministic order, duplicates removed, one TTL (copies only where an endpoint's differs).
+		if owned[i] {
+			slices.SortFunc(sets[i].addrs, netip.Addr.Compare)
+			sets[i].addrs = slices.Clip(slices.Compact(sets[i].addrs))
+		}
 		rrs := sets[i].rrs
 		slices.SortStableFunc(rrs, compareRR)
 		rrs = slices.CompactFunc(rrs, func(x, y dns.RR) bool { return compareRR(x, y) == 0 })
 		for j, rr := range rrs {
-			if rr.Header().Ttl != ttls[i] {
+			if rr.Header().Ttl != sets[i].ttl {
 				rrs[j] = dns.Copy(rr)
-				rrs[j].Header().Ttl = ttls[i]
+				rrs[j].Header().Ttl = sets[i].ttl
 			}
 		}
 		sets[i].rrs = slices.Clip(rrs)
 	}
-	if i := slices.IndexFunc(sets, func(s rrset) bool { return s.rtype == dns.TypeCNAME }); i >= 0 && len(sets[i].rrs) > 0 {
+	if i := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == dns.TypeCNAME }); i >= 0 && len(sets[i].rrs) > 0 {
 		// RFC 1034 §3.6.2: a CNAME has no other data beside it. The other data wins.
 		if len(sets) > 1 || name == zone {
 			conflicts = len(sets[i].rrs)
@@ -396,44 +438,16 @@ func (b *builder) merge(name, zone string) *node {
 	}
 	b.count(name, skipped, conflicts)
 
-	sets = slices.DeleteFunc(sets, func(s rrset) bool { return len(s.rrs) == 0 })
-	slices.SortFunc(sets, func(x, y rrset) int { return cmp.Compare(x.rtype, y.rtype) })
-	n := newNode(name, h, sets)
+	sets = slices.DeleteFunc(sets, func(s merged) bool { return len(s.rrs) == 0 && len(s.addrs) == 0 })
+	slices.SortFunc(sets, func(x, y merged) int { return cmp.Compare(x.rtype, y.rtype) })
+	n := newNode(h, sets)
 	n.cut = name != zone && n.get(dns.TypeNS) != nil
 	return n
 }
 
-// compareRR orders an RRset deterministically: addresses numerically, the rest by RDATA text.
-func compareRR(x, y dns.RR) int {
-	switch a := x.(type) {
-	case *dns.A:
-		return netipFrom(a.A).Compare(netipFrom(y.(*dns.A).A))
-	case *dns.AAAA:
-		return netipFrom(a.AAAA).Compare(netipFrom(y.(*dns.AAAA).AAAA))
-	}
-	return cmp.Compare(rdata(x), rdata(y))
-}
-
-func netipFrom(ip []byte) netip.Addr {
-	a, _ := netip.AddrFromSlice(ip)
-	return a.Unmap()
-}
-
-func addrs(rrs []dns.RR) []netip.Addr {
-	if len(rrs) == 0 {
-		return nil
-	}
-	out := make([]netip.Addr, 0, len(rrs))
-	for _, rr := range rrs {
-		switch x := rr.(type) {
-		case *dns.A:
-			out = append(out, netipFrom(x.A))
-		case *dns.AAAA:
-			out = append(out, netipFrom(x.AAAA))
-		}
-	}
-	return out
-}
+// compareRR orders an RRset deterministically by RDATA text (address
+// RRsets are ordered as addresses, before they are records).
+func compareRR(x, y dns.RR) int { return cmp.Compare(rdata(x), rdata(y)) }
 
 // count keeps the tenancy and CNAME conflict gauges equal to what the store skips now.
 func (b *builder) count(name string, skipped, conflicts int) {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -256,4 +257,47 @@ func TestKubernetesTransformStripsManagedFieldsKeepsChangeTime(t *testing.T) {
 	if v, ok := src.changed.Load("web/www@7"); !ok || !v.(time.Time).Equal(changed) {
 		t.Errorf("change time %v, want the managedFields time %v", v, changed)
 	}
+}
+
+// BenchmarkKubernetesHeap measures the live heap that the kubernetes source
+// holds per endpoint (informer cache, builder index and snapshot), at the
+// margin between 1,000 and 100,000 endpoints in objects of 100, the shape of
+// test/bench/scale. It is the in-process view of that test's RSS per endpoint.
+func BenchmarkKubernetesHeap(b *testing.B) {
+	live := func(endpoints int) uint64 {
+		var items []string
+		for i := range endpoints / 100 {
+			eps := make([]map[string]any, 100)
+			for j := range eps {
+				eps[j] = aEndpoint(fmt.Sprintf("h%d.o%d.example.org", j, i), fmt.Sprintf("10.%d.%d.%d", i/256, i%256, j+1))
+			}
+			items = append(items, apiObject("scale", fmt.Sprintf("o%d", i), 100+i, time.Unix(1700000000, 0), eps...))
+		}
+		t := &testing.T{}
+		f := newFakeAPI(t, items...)
+		before := liveHeap()
+		k := startKubePlugin(t, f, "")
+		for deadline := time.Now().Add(time.Minute); !k.Ready() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !k.Ready() {
+			b.Fatal("no first sync within a minute")
+		}
+		after := liveHeap()
+		k.shutdown()
+		f.srv.Close()
+		return after - before
+	}
+	for b.Loop() {
+		small, large := live(1000), live(100000)
+		b.ReportMetric(float64(large-small)/99000, "B/endpoint")
+	}
+}
+
+func liveHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

@@ -36,8 +36,8 @@ func (s *snapshot) lookup(z *zoneData, qname string, qtype uint16) (answer, ns, 
 	}
 
 	if z.cuts > 0 {
-		if cut := s.cut(z, qname); cut != nil {
-			if cut.name == qname && qtype == dns.TypeDS {
+		if cut, at := s.cut(z, qname); cut != nil {
+			if at == qname && qtype == dns.TypeDS {
 				// The DS RRset lives on the parent side of the cut; we hold none.
 				return nil, z.negSOA, nil, noData
 			}
@@ -63,8 +63,8 @@ func (s *snapshot) lookup(z *zoneData, qname string, qtype uint16) (answer, ns, 
 	return nil, z.negSOA, nil, nameError
 }
 
-// cut returns the delegation at or above qname (below the apex), if any.
-func (s *snapshot) cut(z *zoneData, qname string) *node {
+// cut returns the delegation at or above qname (below the apex) and its name, if any.
+func (s *snapshot) cut(z *zoneData, qname string) (*node, string) {
 	// Label offsets of qname's names below the apex, without allocating.
 	var offs [128]int
 	k := 0
@@ -79,10 +79,10 @@ func (s *snapshot) cut(z *zoneData, qname string) *node {
 	// Walk from just below the apex down to qname: the highest cut wins.
 	for j := k - 1; j >= 0; j-- {
 		if n := s.get(qname[offs[j]:]); n != nil && n.cut {
-			return n
+			return n, qname[offs[j]:]
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // wildcard returns the node at *.<closest encloser> of qname, or nil.
@@ -126,7 +126,7 @@ func (s *snapshot) chase(z *zoneData, answer []dns.RR, qtype uint16) ([]dns.RR, 
 			ans2, ns2, extra2, res = s.lookup(z, target, qtype)
 		} else {
 			if z.cuts > 0 {
-				if cut := s.cut(z, target); cut != nil {
+				if cut, _ := s.cut(z, target); cut != nil {
 					return answer, cut.get(dns.TypeNS), s.glue(cut.get(dns.TypeNS)), delegation
 				}
 			}

@@ -2,8 +2,8 @@ package k8scrd
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,21 +27,24 @@ const (
 	legacyLabel   = "k8gb.absa.oss/dnstype"
 )
 
-// rrEndpoint is one valid endpoint, converted: the records it contributes at
-// one name, with the TTL the endpoint asks for.
+// rrEndpoint is one valid endpoint, converted: what it contributes at one
+// name, with the TTL the endpoint asks for. Address targets stay addresses:
+// their records are built once, in the snapshot node that serves them.
 type rrEndpoint struct {
+	name   string
 	rtype  uint16
-	ttl    uint32
 	ttlSet bool
-	rrs    []dns.RR // at the endpoint's TTL; the merged RRset may lower it
+	ttl    uint32
+	addrs  []netip.Addr   // A and AAAA targets, sorted, without duplicates
+	rrs    []dns.RR       // the other types' records, at the endpoint's TTL (the merged RRset may lower it)
+	extra  *endpointExtra // nil for most endpoints
+}
+
+// endpointExtra is what few endpoints carry: kept apart so that the others
+// do not pay for it.
+type endpointExtra struct {
 	props  endpoint.ProviderSpecific
 	labels endpoint.Labels
-
-	// Room for the usual endpoint, one target at a name no other endpoint
-	// of the object has: its record and the object's slice of endpoints at
-	// that name live in this allocation (fewer heap objects for the GC).
-	rr1   [1]dns.RR
-	self1 [1]*rrEndpoint
 }
 
 // object is one DNSEndpoint, validated and grouped by name. Immutable once built.
@@ -52,7 +55,34 @@ type object struct {
 	created   time.Time // creationTimestamp: the tenancy order
 	changed   time.Time // when the object last changed, for the propagation delay metric
 	verbatim  bool
-	names     map[string][]*rrEndpoint
+	// eps are the valid endpoints in one allocation, sorted by name (in the
+	// object's order within a name), their addresses in another: two heap
+	// objects per object rather than a few per endpoint.
+	eps []rrEndpoint
+}
+
+// at returns the endpoints of o at name, in the object's order.
+func (o *object) at(name string) []rrEndpoint {
+	i, ok := slices.BinarySearchFunc(o.eps, name, func(e rrEndpoint, name string) int { return strings.Compare(e.name, name) })
+	if !ok {
+		return nil
+	}
+	j := i + 1
+	for j < len(o.eps) && o.eps[j].name == name {
+		j++
+	}
+	return o.eps[i:j]
+}
+
+// names yields every name o declares, once each (range over it).
+func (o *object) names(yield func(name string) bool) {
+	for i := range o.eps {
+		if i == 0 || o.eps[i].name != o.eps[i-1].name {
+			if !yield(o.eps[i].name) {
+				return
+			}
+		}
+	}
 }
 
 // invalid describes one skipped endpoint.
@@ -74,110 +104,108 @@ func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTT
 	o = &object{
 		key: m.key, namespace: m.namespace, name: m.name,
 		created: m.created, changed: m.changed,
-		names: make(map[string][]*rrEndpoint),
 	}
 	if m.labels != nil {
 		_, v1 := m.labels[verbatimLabel]
 		_, v2 := m.labels[legacyLabel]
 		o.verbatim = v1 || v2
 	}
+	n, targets := 0, 0
+	for _, ep := range eps {
+		if ep != nil {
+			n++
+			if t := strings.ToUpper(ep.RecordType); t == "A" || t == "AAAA" {
+				targets += len(ep.Targets)
+			}
+		}
+	}
+	// Sized up front: the appends below never move what they hold.
+	o.eps = make([]rrEndpoint, 0, n)
+	addrs := make([]netip.Addr, 0, targets)
 	for i, ep := range eps {
 		if ep == nil {
 			continue
 		}
-		name, e, reason, err := convert(ep, zones, defaultTTL)
+		var e rrEndpoint
+		var reason string
+		var err error
+		addrs, reason, err = e.convert(ep, zones, defaultTTL, addrs)
 		if err != nil {
 			bad = append(bad, invalid{reason: reason, msg: fmt.Sprintf("endpoint %d (%s %s): %v", i, ep.DNSName, ep.RecordType, err)})
 			continue
 		}
-		if eps := o.names[name]; eps != nil {
-			o.names[name] = append(eps, e)
-		} else {
-			e.self1[0] = e
-			o.names[name] = e.self1[:]
-		}
+		o.eps = append(o.eps, e)
 	}
+	slices.SortStableFunc(o.eps, func(x, y rrEndpoint) int { return strings.Compare(x.name, y.name) })
+	o.eps = slices.Clip(o.eps)
 	return o, bad
 }
 
-// convert turns one external-dns endpoint into records, in external-dns's
-// target formats ("10 mail.example.org" for MX, "prio weight port target" for SRV).
+// convert turns one external-dns endpoint into an rrEndpoint, on its own:
+// the tests' view of newObject.
 func convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32) (string, *rrEndpoint, string, error) {
+	e := &rrEndpoint{}
+	if _, reason, err := e.convert(ep, zones, defaultTTL, nil); err != nil {
+		return "", nil, reason, err
+	}
+	return e.name, e, "", nil
+}
+
+// convert fills e from ep, in external-dns's target formats ("10
+// mail.example.org" for MX, "prio weight port target" for SRV). Address
+// targets are appended to addrs, which is returned.
+func (e *rrEndpoint) convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32, addrs []netip.Addr) ([]netip.Addr, string, error) {
 	name := strings.ToLower(dns.Fqdn(strings.TrimSpace(ep.DNSName)))
 	if _, ok := dns.IsDomainName(name); !ok || name == "." || strings.Contains(name, " ") {
-		return "", nil, reasonName, fmt.Errorf("invalid name %q", ep.DNSName)
+		return addrs, reasonName, fmt.Errorf("invalid name %q", ep.DNSName)
 	}
 	if plugin.Zones(zones).Matches(name) == "" {
-		return "", nil, reasonZone, fmt.Errorf("name %q is outside zones %v", name, zones)
+		return addrs, reasonZone, fmt.Errorf("name %q is outside zones %v", name, zones)
 	}
 	rtype, ok := servedTypes[strings.ToUpper(ep.RecordType)]
 	if !ok {
-		return "", nil, reasonType, fmt.Errorf("record type %q is not served", ep.RecordType)
+		return addrs, reasonType, fmt.Errorf("record type %q is not served", ep.RecordType)
 	}
-	e := &rrEndpoint{rtype: rtype, ttl: defaultTTL}
-	if len(ep.ProviderSpecific) > 0 {
-		e.props = ep.ProviderSpecific
-	}
-	if len(ep.Labels) > 0 { // not an empty map kept alive per endpoint
-		e.labels = ep.Labels
+	*e = rrEndpoint{name: name, rtype: rtype, ttl: defaultTTL}
+	if len(ep.ProviderSpecific) > 0 || len(ep.Labels) > 0 { // not an empty map kept alive per endpoint
+		e.extra = &endpointExtra{}
+		if len(ep.ProviderSpecific) > 0 {
+			e.extra.props = ep.ProviderSpecific
+		}
+		if len(ep.Labels) > 0 {
+			e.extra.labels = ep.Labels
+		}
 	}
 	if ep.RecordTTL.IsConfigured() {
 		if ep.RecordTTL < 0 || ep.RecordTTL > maxTTL {
-			return "", nil, reasonTTL, fmt.Errorf("recordTTL %d out of range", ep.RecordTTL)
+			return addrs, reasonTTL, fmt.Errorf("recordTTL %d out of range", ep.RecordTTL)
 		}
 		e.ttl, e.ttlSet = uint32(ep.RecordTTL), true
 	}
 	if rtype == dns.TypeCNAME && len(ep.Targets) > 1 {
-		return "", nil, reasonCNAMEs, fmt.Errorf("a CNAME has one target, not %d", len(ep.Targets))
+		return addrs, reasonCNAMEs, fmt.Errorf("a CNAME has one target, not %d", len(ep.Targets))
 	}
 	hdr := dns.RR_Header{Name: name, Rrtype: rtype, Class: dns.ClassINET, Ttl: e.ttl}
-	e.rrs = e.rr1[:0]
+	start := len(addrs)
 	for _, t := range ep.Targets {
-		rr, _, err := target(hdr, t)
+		rr, a, err := target(hdr, t)
 		if err != nil {
-			return "", nil, reasonTarget, err
+			return addrs[:start], reasonTarget, err
 		}
-		e.rrs = append(e.rrs, rr)
-	}
-	return name, packed(e), "", nil
-}
-
-// packed returns e, when it holds one A or AAAA record, as one allocation
-// with the record and its address bytes (the usual endpoint at scale: fewer
-// heap objects for every GC cycle to mark); other endpoints as they are.
-func packed(e *rrEndpoint) *rrEndpoint {
-	if len(e.rrs) != 1 {
-		return e
-	}
-	switch rr := e.rrs[0].(type) {
-	case *dns.A:
-		if ip4 := rr.A.To4(); ip4 != nil {
-			b := &struct {
-				e  rrEndpoint
-				a  dns.A
-				ip [4]byte
-			}{e: *e, a: *rr}
-			copy(b.ip[:], ip4)
-			b.a.A = b.ip[:]
-			b.e.rr1[0] = &b.a
-			b.e.rrs = b.e.rr1[:]
-			return &b.e
-		}
-	case *dns.AAAA:
-		if len(rr.AAAA) == net.IPv6len {
-			b := &struct {
-				e    rrEndpoint
-				aaaa dns.AAAA
-				ip   [16]byte
-			}{e: *e, aaaa: *rr}
-			copy(b.ip[:], rr.AAAA)
-			b.aaaa.AAAA = b.ip[:]
-			b.e.rr1[0] = &b.aaaa
-			b.e.rrs = b.e.rr1[:]
-			return &b.e
+		if rr == nil {
+			addrs = append(addrs, a)
+		} else {
+			e.rrs = append(e.rrs, rr)
 		}
 	}
-	return e
+	if len(addrs) > start {
+		own := addrs[start:]
+		slices.SortFunc(own, netip.Addr.Compare)
+		own = slices.Compact(own)
+		addrs = addrs[:start+len(own)]
+		e.addrs = addrs[start:len(addrs):len(addrs)]
+	}
+	return addrs, "", nil
 }
 
 var servedTypes = map[string]uint16{
@@ -186,7 +214,8 @@ var servedTypes = map[string]uint16{
 	"CAA": dns.TypeCAA, "NAPTR": dns.TypeNAPTR,
 }
 
-// target converts one target of an endpoint.
+// target converts one target of an endpoint: an address for A and AAAA
+// (rr nil), else the record.
 func target(hdr dns.RR_Header, t string) (dns.RR, netip.Addr, error) {
 	t = strings.TrimSpace(t)
 	switch hdr.Rrtype {
@@ -199,24 +228,12 @@ func target(hdr dns.RR_Header, t string) (dns.RR, netip.Addr, error) {
 			if !a.Is4() && !a.Is4In6() {
 				return nil, netip.Addr{}, fmt.Errorf("%q is not an IPv4 address", t)
 			}
-			a = a.Unmap()
-			// The record and its address bytes in one allocation.
-			x := &struct {
-				rr dns.A
-				ip [4]byte
-			}{rr: dns.A{Hdr: hdr}, ip: a.As4()}
-			x.rr.A = x.ip[:]
-			return &x.rr, a, nil
+			return nil, a.Unmap(), nil
 		}
 		if !a.Is6() || a.Is4In6() {
 			return nil, netip.Addr{}, fmt.Errorf("%q is not an IPv6 address", t)
 		}
-		x := &struct {
-			rr dns.AAAA
-			ip [16]byte
-		}{rr: dns.AAAA{Hdr: hdr}, ip: a.As16()}
-		x.rr.AAAA = x.ip[:]
-		return &x.rr, a, nil
+		return nil, a, nil
 	case dns.TypeCNAME, dns.TypeNS, dns.TypePTR:
 		host, err := hostname(t)
 		if err != nil {

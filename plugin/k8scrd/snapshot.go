@@ -2,9 +2,7 @@ package k8scrd
 
 import (
 	"hash/maphash"
-	"net"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/fleetdns/fleetdns/internal/store"
@@ -21,11 +19,11 @@ func shardOf(name string) int { return int(maphash.String(shardSeed, name) & (nS
 
 // node is what the store holds at one name. Immutable once published.
 type node struct {
-	name string
 	// rrsets is the served data, one entry per type (a few at most: a slice
 	// beats a map in size and speed); nil for an empty non-terminal.
 	rrsets []rrset
-	// host is the merged endpoint view for store.Reader; nil for an empty non-terminal.
+	// host is the merged endpoint view for store.Reader (its Name is the
+	// node's name); nil for an empty non-terminal.
 	host *store.Host
 	// below counts the declared names strictly below this one (in its zone):
 	// a name with no data and below > 0 is an empty non-terminal (RFC 8020).
@@ -82,58 +80,104 @@ func parent(name string) string {
 	return name[i+1:]
 }
 
-// newNode returns the node at name holding sets (sorted by type, none
-// empty), its store.Host h completed with the addresses.
+// merged is one RRset as the builder merged it, before it is built into a
+// node: the addresses of an A or AAAA RRset, the records of any other.
+type merged struct {
+	rtype uint16
+	ttl   uint32
+	addrs []netip.Addr
+	rrs   []dns.RR
+}
+
+// newNode returns the node holding sets (sorted by type, none empty), its
+// store.Host h (h.Name is the node's name) completed with the addresses.
+// The address records are built here, once, from the addresses.
 //
 // A query touches the node, its RRset, the record and the record's address;
 // allocated apart they lie in four places of a heap that at 100,000 names is
 // hundreds of megabytes, so each query pays four cache and TLB misses for
 // them, and every GC cycle marks and scans each of them. Nearly every name at
 // that scale holds a single record, so that node is one allocation holding
-// the node, its RRset and the record (an A or AAAA copied in with its
-// address bytes), in the order a query reads them, and its Host after them;
-// other nodes are the node and its Host in one.
-func newNode(name string, h store.Host, sets []rrset) *node {
-	if len(sets) == 1 && len(sets[0].rrs) == 1 {
-		switch rr := sets[0].rrs[0].(type) {
-		case *dns.A:
-			if ip4 := rr.A.To4(); ip4 != nil {
-				b := &aNode{a: *rr, h: h}
-				copy(b.ip[:], ip4)
-				b.a.A = b.ip[:]
-				b.addr[0] = netip.AddrFrom4(b.ip)
-				b.h.A = b.addr[:]
-				b.rr[0] = &b.a
-				b.set[0] = rrset{rtype: dns.TypeA, rrs: b.rr[:]}
-				b.n = node{name: name, host: &b.h, rrsets: b.set[:]}
-				return &b.n
-			}
-		case *dns.AAAA:
-			if len(rr.AAAA) == net.IPv6len {
-				b := &aaaaNode{aaaa: *rr, h: h}
-				copy(b.ip[:], rr.AAAA)
-				b.aaaa.AAAA = b.ip[:]
-				b.addr[0] = netip.AddrFrom16(b.ip)
-				b.h.AAAA = b.addr[:]
-				b.rr[0] = &b.aaaa
-				b.set[0] = rrset{rtype: dns.TypeAAAA, rrs: b.rr[:]}
-				b.n = node{name: name, host: &b.h, rrsets: b.set[:]}
-				return &b.n
-			}
+// the node, its RRset and the record (an A or AAAA with its address bytes),
+// in the order a query reads them, and its Host after them; other nodes are
+// the node and its Host in one, their address records in one more.
+func newNode(h store.Host, sets []merged) *node {
+	hdr := func(m merged) dns.RR_Header {
+		return dns.RR_Header{Name: h.Name, Rrtype: m.rtype, Class: dns.ClassINET, Ttl: m.ttl}
+	}
+	if len(sets) == 1 {
+		switch m := sets[0]; {
+		case m.rtype == dns.TypeA && len(m.addrs) == 1:
+			b := &aNode{a: dns.A{Hdr: hdr(m)}, ip: m.addrs[0].As4(), h: h}
+			b.a.A = b.ip[:]
+			b.addr[0] = m.addrs[0]
+			b.h.A = b.addr[:]
+			b.rr[0] = &b.a
+			b.set[0] = rrset{rtype: dns.TypeA, rrs: b.rr[:]}
+			b.n = node{host: &b.h, rrsets: b.set[:]}
+			return &b.n
+		case m.rtype == dns.TypeAAAA && len(m.addrs) == 1:
+			b := &aaaaNode{aaaa: dns.AAAA{Hdr: hdr(m)}, ip: m.addrs[0].As16(), h: h}
+			b.aaaa.AAAA = b.ip[:]
+			b.addr[0] = m.addrs[0]
+			b.h.AAAA = b.addr[:]
+			b.rr[0] = &b.aaaa
+			b.set[0] = rrset{rtype: dns.TypeAAAA, rrs: b.rr[:]}
+			b.n = node{host: &b.h, rrsets: b.set[:]}
+			return &b.n
+		case len(m.rrs) == 1:
+			b := &oneNode{h: h}
+			b.rr[0] = m.rrs[0]
+			b.set[0] = rrset{rtype: m.rtype, rrs: b.rr[:]}
+			b.n = node{host: &b.h, rrsets: b.set[:]}
+			return &b.n
 		}
-		b := &oneNode{h: h}
-		b.rr[0] = sets[0].rrs[0]
-		b.set[0] = rrset{rtype: sets[0].rtype, rrs: b.rr[:]}
-		b.n = node{name: name, host: &b.h, rrsets: b.set[:]}
-		b.h.A = addrs(b.n.get(dns.TypeA))
-		b.h.AAAA = addrs(b.n.get(dns.TypeAAAA))
-		return &b.n
 	}
 	b := &hostNode{h: h}
-	b.n = node{name: name, host: &b.h, rrsets: slices.Clip(sets)}
-	b.h.A = addrs(b.n.get(dns.TypeA))
-	b.h.AAAA = addrs(b.n.get(dns.TypeAAAA))
+	rrsets := make([]rrset, len(sets))
+	for i, m := range sets {
+		rrsets[i] = rrset{rtype: m.rtype, rrs: m.rrs}
+		switch m.rtype {
+		case dns.TypeA:
+			rrsets[i].rrs = aRecords(hdr(m), m.addrs)
+			b.h.A = m.addrs
+		case dns.TypeAAAA:
+			rrsets[i].rrs = aaaaRecords(hdr(m), m.addrs)
+			b.h.AAAA = m.addrs
+		}
+	}
+	b.n = node{host: &b.h, rrsets: rrsets}
 	return &b.n
+}
+
+// aRecords returns the A records of addrs, all in one allocation.
+func aRecords(hdr dns.RR_Header, addrs []netip.Addr) []dns.RR {
+	recs := make([]struct {
+		a  dns.A
+		ip [4]byte
+	}, len(addrs))
+	rrs := make([]dns.RR, len(addrs))
+	for i, a := range addrs {
+		recs[i].ip = a.As4()
+		recs[i].a = dns.A{Hdr: hdr, A: recs[i].ip[:]}
+		rrs[i] = &recs[i].a
+	}
+	return rrs
+}
+
+// aaaaRecords returns the AAAA records of addrs, all in one allocation.
+func aaaaRecords(hdr dns.RR_Header, addrs []netip.Addr) []dns.RR {
+	recs := make([]struct {
+		aaaa dns.AAAA
+		ip   [16]byte
+	}, len(addrs))
+	rrs := make([]dns.RR, len(addrs))
+	for i, a := range addrs {
+		recs[i].ip = a.As16()
+		recs[i].aaaa = dns.AAAA{Hdr: hdr, AAAA: recs[i].ip[:]}
+		rrs[i] = &recs[i].aaaa
+	}
+	return rrs
 }
 
 // hostNode is a node and its Host in one allocation.
