@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,10 +28,6 @@ type kubernetes struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-
-	// changed holds each object version's change time, read from its
-	// metadata by the transform before managedFields are stripped.
-	changed sync.Map // "ns/name@resourceVersion" -> time.Time
 
 	errMu   sync.Mutex
 	lastErr map[string]string // namespace -> last list/watch error logged
@@ -147,10 +142,28 @@ func (k *kubernetes) stop() {
 	}
 }
 
-// transform records when the object last changed, then strips what is not
-// served (managedFields, the last-applied annotation) so the cache stays small.
-// The change time is the newest managedFields entry (the API server stamps it
-// on every write), else creationTimestamp; both have second precision.
+// cached is what the informer keeps of a DNSEndpoint: the names that key
+// it and its version, and the object converted for the builder, which the
+// builder shares. The endpoints as the API wrote them are not kept: at
+// scale they were a fifth of the memory, and nothing reads them again.
+type cached struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta // name, namespace and resourceVersion only
+	obj               *object
+	bad               []invalid // endpoints skipped, for add to count and log
+}
+
+// DeepCopyObject implements runtime.Object; what cached points to is immutable.
+func (c *cached) DeepCopyObject() runtime.Object {
+	cp := *c
+	return &cp
+}
+
+// transform converts a DNSEndpoint as it arrives, so that the cache keeps
+// only what is served. The change time is the newest managedFields entry
+// (the API server stamps it on every write), else creationTimestamp; both
+// have second precision. Anything else (an object transformed already, a
+// tombstone) passes as it is.
 func (k *kubernetes) transform(obj any) (any, error) {
 	ep, ok := obj.(*v1alpha1.DNSEndpoint)
 	if !ok {
@@ -162,12 +175,14 @@ func (k *kubernetes) transform(obj any) (any, error) {
 			t = mf.Time.Time
 		}
 	}
-	if !t.IsZero() {
-		k.changed.Store(ep.Namespace+"/"+ep.Name+"@"+ep.ResourceVersion, t)
-	}
-	ep.ManagedFields = nil
-	delete(ep.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
-	return ep, nil
+	o, bad := newObject(objectMeta{
+		key: ep.Namespace + "/" + ep.Name, namespace: ep.Namespace, name: ep.Name,
+		created: ep.CreationTimestamp.Time, changed: t, labels: ep.Labels,
+	}, ep.Spec.Endpoints, k.cfg.zones, k.cfg.ttl)
+	return &cached{
+		ObjectMeta: metav1.ObjectMeta{Name: ep.Name, Namespace: ep.Namespace, ResourceVersion: ep.ResourceVersion},
+		obj:        o, bad: bad,
+	}, nil
 }
 
 // recovered notes that list/watch works again after logged errors, so the
@@ -182,34 +197,24 @@ func (k *kubernetes) recovered() {
 }
 
 func (k *kubernetes) add(obj any) {
-	ep, ok := obj.(*v1alpha1.DNSEndpoint)
+	c, ok := obj.(*cached)
 	if !ok {
 		return
 	}
 	k.recovered()
-	key := ep.Namespace + "/" + ep.Name
-	var changed time.Time
-	if v, ok := k.changed.LoadAndDelete(key + "@" + ep.ResourceVersion); ok {
-		changed = v.(time.Time)
-	}
-	o, bad := newObject(objectMeta{
-		key: key, namespace: ep.Namespace, name: ep.Name,
-		created: ep.CreationTimestamp.Time, changed: changed, labels: ep.Labels,
-	}, ep.Spec.Endpoints, k.cfg.zones, k.cfg.ttl)
-	for _, b := range bad {
+	for _, b := range c.bad {
 		invalidEndpoints.WithLabelValues(b.reason).Inc()
 		if b.reason != reasonZone {
-			log.Warningf("DNSEndpoint %s (resourceVersion %s): %s; skipped", key, ep.ResourceVersion, b.msg)
+			log.Warningf("DNSEndpoint %s (resourceVersion %s): %s; skipped", c.obj.key, c.ResourceVersion, b.msg)
 		}
 	}
-	k.b.upsert(o)
+	k.b.upsert(c.obj)
 }
 
 func (k *kubernetes) update(old, obj any) {
-	o, ok1 := old.(*v1alpha1.DNSEndpoint)
-	n, ok2 := obj.(*v1alpha1.DNSEndpoint)
+	o, ok1 := old.(*cached)
+	n, ok2 := obj.(*cached)
 	if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
-		k.changed.Delete(n.Namespace + "/" + n.Name + "@" + n.ResourceVersion)
 		return // a resync or relist of the same version: nothing changed
 	}
 	k.add(obj)
@@ -220,8 +225,8 @@ func (k *kubernetes) delete(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if ep, ok := obj.(*v1alpha1.DNSEndpoint); ok {
-		k.b.remove(ep.Namespace + "/" + ep.Name)
+	if c, ok := obj.(*cached); ok {
+		k.b.remove(c.obj.key)
 	}
 }
 

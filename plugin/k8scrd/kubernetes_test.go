@@ -239,7 +239,9 @@ func TestKubernetesKeepsServingWhileAPIServerAway(t *testing.T) {
 }
 
 func TestKubernetesTransformStripsManagedFieldsKeepsChangeTime(t *testing.T) {
-	src := newKubernetes(newConfig(), nil)
+	cfg := newConfig()
+	cfg.zones = []string{"example.org."}
+	src := newKubernetes(cfg, nil)
 	var ep v1alpha1.DNSEndpoint
 	changed := time.Date(2025, 5, 1, 12, 0, 3, 0, time.UTC)
 	if err := json.Unmarshal([]byte(apiObject("web", "www", 7, changed, aEndpoint("www.example.org", "192.0.2.1"))), &ep); err != nil {
@@ -250,12 +252,18 @@ func TestKubernetesTransformStripsManagedFieldsKeepsChangeTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := out.(*v1alpha1.DNSEndpoint)
-	if len(got.ManagedFields) != 0 || got.Annotations["kubectl.kubernetes.io/last-applied-configuration"] != "" || got.Annotations["keep"] != "me" {
-		t.Errorf("transform kept %v, annotations %v", got.ManagedFields, got.Annotations)
+	got := out.(*cached)
+	if len(got.ManagedFields) != 0 || len(got.Annotations) != 0 || got.Name != "www" || got.Namespace != "web" || got.ResourceVersion != "7" {
+		t.Errorf("transform kept %+v", got.ObjectMeta)
 	}
-	if v, ok := src.changed.Load("web/www@7"); !ok || !v.(time.Time).Equal(changed) {
-		t.Errorf("change time %v, want the managedFields time %v", v, changed)
+	if !got.obj.changed.Equal(changed) {
+		t.Errorf("change time %v, want the managedFields time %v", got.obj.changed, changed)
+	}
+	if len(got.obj.at("www.example.org.")) != 1 {
+		t.Errorf("converted object %+v, want the one endpoint at www.example.org.", got.obj)
+	}
+	if again, _ := src.transform(out); again != out {
+		t.Error("transform is not idempotent")
 	}
 }
 
