@@ -23,17 +23,16 @@ type change struct {
 
 // builder turns object events into snapshots. Sources call upsert, remove and
 // synced from any goroutine; run applies what arrived, coalesced over at most
-// delay, and publishes one snapshot per batch. Only run touches the indexes.
+// batchDelay, and publishes one snapshot per batch. Only run touches the indexes.
 type builder struct {
 	cfg   *config
 	snap  *atomic.Pointer[snapshot]
-	delay time.Duration
 	clock atomic.Pointer[func() time.Time] // tests set it; time.Now otherwise
+	co    *coalescer
 
 	mu         sync.Mutex
 	pending    map[string]change
 	syncedSeen bool
-	wake       chan struct{}
 	swaps      atomic.Int64 // snapshots published, for tests
 
 	// changed, when set, is told the zones each published snapshot changed.
@@ -50,10 +49,13 @@ type builder struct {
 	conflict map[string]int       // CNAMEs skipped beside other data per name
 }
 
+// batchDelay is how long the builder gathers a burst of events into one snapshot.
+const batchDelay = 20 * time.Millisecond
+
 func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 	b := &builder{
-		cfg: cfg, snap: snap, delay: 20 * time.Millisecond,
-		pending: make(map[string]change), wake: make(chan struct{}, 1),
+		cfg: cfg, snap: snap, co: newCoalescer(batchDelay, 0),
+		pending: make(map[string]change),
 		objects: make(map[string]*object), byName: make(map[string]*object), more: make(map[string][]*object),
 		skipped: make(map[string]int), conflict: make(map[string]int),
 	}
@@ -80,7 +82,7 @@ func (b *builder) synced() {
 	b.mu.Lock()
 	b.syncedSeen = true
 	b.mu.Unlock()
-	b.signal()
+	b.co.poke()
 }
 
 func (b *builder) queue(c change) {
@@ -90,36 +92,16 @@ func (b *builder) queue(c change) {
 	}
 	b.pending[c.key] = c
 	b.mu.Unlock()
-	b.signal()
+	b.co.poke()
 }
 
-func (b *builder) signal() {
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run applies batches until stop is closed.
+// run applies batches until stop is closed: a burst waits a short, bounded
+// delay so that one swap carries it.
 func (b *builder) run(stop <-chan struct{}) {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-b.wake:
-		}
-		// Coalesce a burst: wait a short, bounded delay so that one swap carries it.
-		t.Reset(b.delay)
-		select {
-		case <-stop:
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	b.co.run(stop, func() time.Duration {
 		b.flush()
-	}
+		return 0
+	})
 }
 
 // flush applies everything pending now and publishes the result.

@@ -18,13 +18,14 @@ type notifier struct {
 	xfer *transfer.Transfer
 	skip []string // GSLB zones: not transferred, so not notified
 
+	co      *coalescer
 	mu      sync.Mutex
 	pending map[string]bool
-	wake    chan struct{}
+	failing map[string]bool // owned by run
 }
 
 func newNotifier(x *transfer.Transfer, skip []string) *notifier {
-	return &notifier{xfer: x, skip: skip, pending: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &notifier{xfer: x, skip: skip, co: newCoalescer(0, notifyInterval), pending: map[string]bool{}, failing: map[string]bool{}}
 }
 
 // changed queues zones; the builder calls it after each swap.
@@ -36,38 +37,27 @@ func (n *notifier) changed(zones []string) {
 		}
 	}
 	n.mu.Unlock()
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
+	n.co.poke()
 }
 
+// run sends NOTIFY for the zones queued, at once and then at most once per
+// notifyInterval, until stop is closed.
 func (n *notifier) run(stop <-chan struct{}) {
-	failing := map[string]bool{}
-	for {
-		select {
-		case <-stop:
-			return
-		case <-n.wake:
-		}
+	n.co.run(stop, func() time.Duration {
 		n.mu.Lock()
 		zones := n.pending
 		n.pending = map[string]bool{}
 		n.mu.Unlock()
 		for z := range zones {
 			if err := n.xfer.Notify(z); err != nil {
-				if !failing[z] {
+				if !n.failing[z] {
 					log.Warningf("NOTIFY for %s: %v", z, err)
 				}
-				failing[z] = true
+				n.failing[z] = true
 			} else {
-				failing[z] = false
+				n.failing[z] = false
 			}
 		}
-		select {
-		case <-stop:
-			return
-		case <-time.After(notifyInterval):
-		}
-	}
+		return 0
+	})
 }
