@@ -3,15 +3,19 @@ package k8scrd
 import "time"
 
 // coalescer runs one function on its own goroutine for any number of pokes
-// from others: the builder's batches, the directory's reloads and the
-// NOTIFY rounds. What the pokes are about, the poker queues beside it (under
+// from others: the builder's batches and the NOTIFY rounds. (The directory
+// source keeps its per-file settle timer in the goroutine that reads the
+// file events: a second goroutine there lowered Go's adaptive initial stack
+// size enough that every query's goroutine had to grow its stack, +60%
+// instructions per query in a gslb block.) What the pokes are about, the poker queues beside it (under
 // its own lock); fn takes all of it when it runs.
 //
-// The first poke of an idle coalescer starts a wait of delay, so that one
-// run gathers a burst; pokes during the wait ride along. After a run the
+// The first poke of an idle coalescer starts a wait of delay (the builder's
+// 20 ms batch), so that one run gathers a burst; pokes during the wait ride along. After a run the
 // coalescer rests gap, so that runs are at least that far apart (pokes in
-// between are kept for the next run). fn returns how long until it wants
-// to run again unpoked (work queued that is not due yet), 0 for never.
+// between are kept for the next run: NOTIFY at most once a second). fn
+// returns how long until it wants to run again unpoked (work queued that
+// is not due yet), 0 for never.
 type coalescer struct {
 	delay time.Duration
 	gap   time.Duration

@@ -34,12 +34,8 @@ type directory struct {
 	w    *fsnotify.Watcher
 	done chan struct{}
 	wg   sync.WaitGroup
-	co   *coalescer
 
-	mu  sync.Mutex
-	due map[string]time.Time // base name ("" = whole folder) -> when to read it
-
-	// owned by the reload goroutine (and start, before it runs)
+	// owned by the watch goroutine (and start, before it runs)
 	files map[string]*manifestFile // base name -> what it holds now
 }
 
@@ -50,8 +46,7 @@ type manifestFile struct {
 }
 
 func newDirectory(cfg *config, b *builder) *directory {
-	return &directory{cfg: cfg, b: b, dir: cfg.directory, co: newCoalescer(settle, 0),
-		due: map[string]time.Time{}, files: map[string]*manifestFile{}}
+	return &directory{cfg: cfg, b: b, dir: cfg.directory, files: map[string]*manifestFile{}}
 }
 
 func (d *directory) start() error {
@@ -74,12 +69,8 @@ func (d *directory) start() error {
 	d.done = make(chan struct{})
 	d.rescan()
 	d.b.synced()
-	d.wg.Add(2)
+	d.wg.Add(1)
 	go d.watch()
-	go func() {
-		defer d.wg.Done()
-		d.co.run(d.done, d.reload)
-	}()
 	return nil
 }
 
@@ -96,6 +87,9 @@ func (d *directory) stop() {
 // watch turns file system events into reloads, each after the file settled.
 func (d *directory) watch() {
 	defer d.wg.Done()
+	due := map[string]time.Time{} // base name ("" = whole folder) -> when to read it
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
 	for {
 		select {
 		case <-d.done:
@@ -111,52 +105,37 @@ func (d *directory) watch() {
 			} else if !manifest(base) {
 				continue
 			}
-			d.queue(base, time.Now().Add(settle))
+			due[base] = time.Now().Add(settle)
+			t.Reset(settle)
 		case err, ok := <-d.w.Errors:
 			if !ok {
 				return
 			}
 			syncErrors.WithLabelValues("directory").Inc()
 			log.Errorf("Watching %s: %v; rescanning", d.dir, err)
-			d.queue("", time.Now())
-		}
-	}
-}
-
-// queue asks for base to be read at the time given.
-func (d *directory) queue(base string, at time.Time) {
-	d.mu.Lock()
-	d.due[base] = at
-	d.mu.Unlock()
-	d.co.poke()
-}
-
-// reload reads the files that are due and returns how long until the next
-// one is (0 when none waits).
-func (d *directory) reload() time.Duration {
-	now := time.Now()
-	var ready []string
-	next := time.Duration(0)
-	d.mu.Lock()
-	for base, at := range d.due {
-		if wait := at.Sub(now); wait > 0 {
-			if next == 0 || wait < next {
-				next = wait
+			due[""] = time.Now()
+			t.Reset(0)
+		case now := <-t.C:
+			next := time.Duration(-1)
+			for base, at := range due {
+				if wait := at.Sub(now); wait > 0 {
+					if next < 0 || wait < next {
+						next = wait
+					}
+					continue
+				}
+				delete(due, base)
+				if base == "" {
+					d.rescan()
+				} else {
+					d.load(base)
+				}
 			}
-			continue
-		}
-		delete(d.due, base)
-		ready = append(ready, base)
-	}
-	d.mu.Unlock()
-	for _, base := range ready {
-		if base == "" {
-			d.rescan()
-		} else {
-			d.load(base)
+			if next >= 0 {
+				t.Reset(next)
+			}
 		}
 	}
-	return next
 }
 
 func isDir(path string) bool {
