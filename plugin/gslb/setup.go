@@ -13,6 +13,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
 
 	"github.com/oschwald/maxminddb-golang/v2"
@@ -64,7 +65,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 		if g != nil {
 			return nil, c.Err("gslb can be used once per server block")
 		}
-		zones := plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		zones := plugin.OriginsFromArgsOrServerBlock(corefile.Args(c), c.ServerBlockKeys)
 		if len(zones) != 1 {
 			return nil, c.Errf("gslb takes exactly one zone, got %d", len(zones))
 		}
@@ -75,13 +76,13 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 		for c.NextBlock() {
 			switch c.Val() {
 			case "geotag":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) != 1 {
 					return nil, c.ArgErr()
 				}
 				g.geotag = args[0]
 			case "peer":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) < 2 {
 					return nil, c.ArgErr()
 				}
@@ -100,7 +101,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 				if g.disc != nil {
 					return nil, c.Err("peers_from_ns given twice")
 				}
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) == 0 {
 					return nil, c.ArgErr()
 				}
@@ -112,28 +113,25 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 					}
 					g.disc.servers = append(g.disc.servers, hp)
 				}
-				// The block is optional. NextBlock cannot tell, inside the
-				// gslb block, whether one opens here (it would take the next
-				// line as the first property), so look for "{" on this line.
-				if !c.NextArg() {
+				if !corefile.OpensBlock(c) {
 					continue
 				}
-				for c.Next() && c.Val() != "}" {
+				for c.NextBlock() {
 					switch c.Val() {
 					case "pattern":
-						args := c.RemainingArgs()
+						args := corefile.Args(c)
 						if len(args) != 1 {
 							return nil, c.ArgErr()
 						}
 						pattern = args[0]
 					case "refresh":
-						d, err := duration(c, time.Second)
+						d, err := corefile.Duration(c, time.Second)
 						if err != nil {
 							return nil, err
 						}
 						g.disc.refresh = d
 					case "port":
-						args := c.RemainingArgs()
+						args := corefile.Args(c)
 						if len(args) != 1 {
 							return nil, c.ArgErr()
 						}
@@ -146,7 +144,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 					}
 				}
 			case "strategy":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) != 1 {
 					return nil, c.ArgErr()
 				}
@@ -156,13 +154,13 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 				}
 				g.defaults.strategy = s
 			case "primary":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) == 0 {
 					return nil, c.ArgErr()
 				}
 				g.defaults.primary = args
 			case "weight":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) == 0 || len(args)%2 != 0 {
 					return nil, c.Errf("weight wants TAG N pairs")
 				}
@@ -177,7 +175,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 					g.defaults.weights[args[i]] = n
 				}
 			case "geo":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) == 0 {
 					return nil, c.ArgErr()
 				}
@@ -216,7 +214,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 					return nil, c.Errf("unknown geo source %q, want cidr, mmdb, map or metadata", args[0])
 				}
 			case "ttl":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) != 1 {
 					return nil, c.ArgErr()
 				}
@@ -226,25 +224,25 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 				}
 				g.defaults.ttl = uint32(n)
 			case "timeout":
-				d, err := duration(c, time.Millisecond)
+				d, err := corefile.Duration(c, time.Millisecond)
 				if err != nil {
 					return nil, err
 				}
 				g.timeout = d
 			case "refresh":
-				d, err := duration(c, 100*time.Millisecond)
+				d, err := corefile.Duration(c, 100*time.Millisecond)
 				if err != nil {
 					return nil, err
 				}
 				g.refresh = d
 			case "split_brain_threshold":
-				d, err := duration(c, 0)
+				d, err := corefile.Duration(c, 0)
 				if err != nil {
 					return nil, err
 				}
 				g.splitBrain = d
 			case "explain":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) == 0 {
 					return nil, c.ArgErr()
 				}
@@ -264,7 +262,7 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 					g.explain = append(g.explain, p.Masked())
 				}
 			case "prefix":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) != 1 {
 					return nil, c.ArgErr()
 				}
@@ -321,22 +319,6 @@ func (g *GSLB) derive() {
 	// when that is shorter), whatever TTL the peer gives.
 	g.floor = min(time.Second, g.refresh)
 	g.tick = max(min(g.refresh/2, time.Second), 50*time.Millisecond)
-}
-
-func duration(c *caddy.Controller, least time.Duration) (time.Duration, error) {
-	name := c.Val()
-	args := c.RemainingArgs()
-	if len(args) != 1 {
-		return 0, c.ArgErr()
-	}
-	d, err := time.ParseDuration(args[0])
-	if err != nil {
-		return 0, c.Errf("bad %s %q: %v", name, args[0], err)
-	}
-	if d < least {
-		return 0, c.Errf("%s %s is below %s", name, d, least)
-	}
-	return d, nil
 }
 
 // hostPort normalizes ADDRESS[:PORT] (an IP address; IPv6 with a port in

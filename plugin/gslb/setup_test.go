@@ -1,6 +1,8 @@
 package gslb
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +121,13 @@ func TestParseErrors(t *testing.T) {
 		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns 127.0.0.1 {\n tls\n }\n}", `unknown property "tls" in peers_from_ns`},
 		{"gslb gslb.example.com {\n geotag eu\n peers_from_ns\n}", "Wrong argument count"},
 		{"gslb gslb.example.com {\n geotag eu\n prefix lt.x-\n}", "without dots"},
+		{"gslb example.com { geotag }", "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after 'geotag'"},
+		{"gslb example.com { geotag eu us }", "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after 'us'"},
+		{"gslb example.com { bogus 1 }", `Testfile:1 - Error during parsing: unknown property "bogus"`},
+		{"gslb example.com {\n geotag eu\n peer us not-an-ip }", `Testfile:3 - Error during parsing: peer us: "not-an-ip" is not an IP address`},
+		{"gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.1 { refresh 10ms }\n}", "Testfile:3 - Error during parsing: refresh 10ms is below 1s"},
+		{"gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.1 { tls } }", `Testfile:3 - Error during parsing: unknown property "tls" in peers_from_ns`},
+		{"gslb example.com {\n geotag eu\n timeout soon }", `Testfile:3 - Error during parsing: bad timeout "soon"`},
 	} {
 		_, err := parse(caddy.NewTestController("dns", c.input))
 		if err == nil {
@@ -146,5 +155,65 @@ func TestHostPolicyFromProperties(t *testing.T) {
 	pol, errs = hostPolicy(def, map[string]string{propStrategy: "nearest", propWeight: "eu:1", propTTL: "x"}, nil)
 	if len(errs) != 3 || pol.strategy != roundRobin || pol.ttlSet {
 		t.Errorf("invalid properties: policy %+v errs %v", pol, errs)
+	}
+}
+
+// settings is what parse reads from the Corefile, for comparing two parses.
+func settings(g *GSLB) map[string]any {
+	s := map[string]any{
+		"zone": g.zone, "geotag": g.geotag, "prefix": g.prefix, "prefixSet": g.prefixSet,
+		"defaults": g.defaults, "timeout": g.timeout, "refresh": g.refresh, "floor": g.floor, "tick": g.tick,
+		"splitBrain": g.splitBrain, "explain": g.explain, "static": g.static, "ns": fmt.Sprint(g.ns.prefixes, g.ns.res),
+	}
+	if g.geo != nil {
+		s["geo"] = fmt.Sprintf("%+v", *g.geo)
+	}
+	if g.disc != nil {
+		s["disc"] = fmt.Sprint(g.disc.servers, g.disc.refresh, g.disc.port)
+	}
+	return s
+}
+
+func TestParseOneLineBlockIsTheMultiLineBlock(t *testing.T) {
+	for _, tc := range []struct{ multi, oneLine string }{
+		{"gslb example.com {\n geotag eu\n}", "gslb example.com { geotag eu }"},
+		{"gslb example.com {\n peer us 127.0.0.2 [::1]:5353\n geotag eu\n}", "gslb example.com {\n geotag eu\n peer us 127.0.0.2 [::1]:5353 }"},
+		{"gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.10\n}", "gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.10 }"},
+		{
+			"gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.10 {\n pattern ns-{geotag}.{zone}\n }\n}",
+			"gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.10 { pattern ns-{geotag}.{zone} }\n}",
+		},
+		{
+			"gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.10 {\n refresh 1m\n }\n}",
+			"gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.10 { refresh 1m } }",
+		},
+		{
+			"gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.10 {\n port 1053\n }\n ttl 5\n}",
+			"gslb example.com {\n geotag eu\n peers_from_ns 127.0.0.10 { port 1053 }\n ttl 5 }",
+		},
+		{"gslb example.com {\n geotag eu\n strategy failover\n primary eu us\n}", "gslb example.com {\n geotag eu\n strategy failover\n primary eu us }"},
+		{"gslb example.com {\n geotag eu\n weight eu 80 us 20\n}", "gslb example.com {\n geotag eu\n weight eu 80 us 20 }"},
+		{"gslb example.com {\n geotag eu\n geo cidr 10.1.0.0/16 eu\n}", "gslb example.com {\n geotag eu\n geo cidr 10.1.0.0/16 eu }"},
+		{"gslb example.com {\n geotag eu\n geo map EU eu\n}", "gslb example.com {\n geotag eu\n geo map EU eu }"},
+		{"gslb example.com {\n geotag eu\n geo metadata geoip/continent/code\n}", "gslb example.com {\n geotag eu\n geo metadata geoip/continent/code }"},
+		{"gslb example.com {\n geotag eu\n ttl 15\n}", "gslb example.com {\n geotag eu\n ttl 15 }"},
+		{"gslb example.com {\n geotag eu\n timeout 250ms\n}", "gslb example.com {\n geotag eu\n timeout 250ms }"},
+		{"gslb example.com {\n geotag eu\n refresh 5s\n}", "gslb example.com {\n geotag eu\n refresh 5s }"},
+		{"gslb example.com {\n geotag eu\n split_brain_threshold 20s\n}", "gslb example.com {\n geotag eu\n split_brain_threshold 20s }"},
+		{"gslb example.com {\n geotag eu\n explain 127.0.0.0/8 10.0.0.1\n}", "gslb example.com {\n geotag eu\n explain 127.0.0.0/8 10.0.0.1 }"},
+		{"gslb example.com {\n geotag eu\n prefix lt-\n}", "gslb example.com {\n geotag eu\n prefix lt- }"},
+	} {
+		multi, err := parse(caddy.NewTestController("dns", tc.multi))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.multi, err)
+		}
+		one, err := parse(caddy.NewTestController("dns", tc.oneLine))
+		if err != nil {
+			t.Errorf("%q: %v", tc.oneLine, err)
+			continue
+		}
+		if got, want := settings(one), settings(multi); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q parsed to %v, want %v as on several lines", tc.oneLine, got, want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/plugin/transfer"
+	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -80,14 +81,14 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 			return nil, plugin.ErrOnce
 		}
 		i++
-		k.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		k.Zones = plugin.OriginsFromArgsOrServerBlock(corefile.Args(c), c.ServerBlockKeys)
 		for c.NextBlock() {
 			switch c.Val() {
 			case "kubeconfig":
 				if cfg.directory != "" {
 					return nil, errTwoSources(c)
 				}
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) < 1 || len(args) > 2 {
 					return nil, c.ArgErr()
 				}
@@ -99,23 +100,23 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				if cfg.kubeconfig != "" {
 					return nil, errTwoSources(c)
 				}
-				if !c.NextArg() {
+				if !corefile.NextArg(c) {
 					return nil, c.ArgErr()
 				}
 				cfg.directory = c.Val()
 				if !filepath.IsAbs(cfg.directory) {
 					cfg.directory = filepath.Join(dnsserver.GetConfig(c).Root, cfg.directory)
 				}
-				if c.NextArg() {
+				if corefile.NextArg(c) {
 					return nil, c.ArgErr()
 				}
 			case "namespaces":
-				cfg.namespaces = c.RemainingArgs()
+				cfg.namespaces = corefile.Args(c)
 				if len(cfg.namespaces) == 0 {
 					return nil, c.ArgErr()
 				}
 			case "labels":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) == 0 {
 					return nil, c.ArgErr()
 				}
@@ -129,7 +130,7 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				}
 				cfg.labels, cfg.selector = sel, parsed
 			case "tenancy":
-				if !c.NextArg() {
+				if !corefile.NextArg(c) {
 					return nil, c.ArgErr()
 				}
 				switch c.Val() {
@@ -140,12 +141,12 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				default:
 					return nil, c.Errf("tenancy %q: want shared or strict", c.Val())
 				}
-				if c.NextArg() {
+				if corefile.NextArg(c) {
 					return nil, c.ArgErr()
 				}
 			case "ttl", "negttl":
 				word := c.Val()
-				if !c.NextArg() {
+				if !corefile.NextArg(c) {
 					return nil, c.ArgErr()
 				}
 				v, err := strconv.ParseUint(c.Val(), 10, 32)
@@ -157,11 +158,11 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				} else {
 					cfg.negTTL = uint32(v)
 				}
-				if c.NextArg() {
+				if corefile.NextArg(c) {
 					return nil, c.ArgErr()
 				}
 			case "soa":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) != 2 {
 					return nil, c.ArgErr()
 				}
@@ -173,7 +174,7 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				}
 				cfg.mname, cfg.rname = args[0], args[1]
 			case "fallthrough":
-				k.Fall.SetZonesFromArgs(c.RemainingArgs())
+				k.Fall.SetZonesFromArgs(corefile.Args(c))
 			default:
 				return nil, c.Errf("unknown property %q", c.Val())
 			}

@@ -1,6 +1,7 @@
 package k8scrd
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -58,6 +59,11 @@ func TestSetupRejectsMalformedCorefile(t *testing.T) {
 		{"k8scrd {\n kubeconfig\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
 		{"k8scrd {\n namespaces\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
 		{"k8scrd {\n directory /tmp\n kubeconfig /k\n}", "Testfile:3 - Error during parsing: directory and kubeconfig exclude each other"},
+		{"k8scrd { ttl 30 40 }", "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after '40'"},
+		{"k8scrd { ttl }", "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after 'ttl'"},
+		{"k8scrd { bogus }", `Testfile:1 - Error during parsing: unknown property "bogus"`},
+		{"k8scrd { tenancy loose }", `Testfile:1 - Error during parsing: tenancy "loose"`},
+		{"k8scrd {\n ttl 60\n negttl many }", `Testfile:3 - Error during parsing: negttl "many"`},
 	} {
 		_, err := parse(caddy.NewTestController("dns", tc.input))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -75,4 +81,39 @@ func TestSetupMissingDirectoryFailsStart(t *testing.T) {
 		t.Errorf("start: %v, want an error naming the directory", err)
 	}
 	k.shutdown()
+}
+
+func TestSetupOneLineBlockIsTheMultiLineBlock(t *testing.T) {
+	for _, property := range []string{
+		"kubeconfig /etc/kube.conf",
+		"kubeconfig /etc/kube.conf prod",
+		"directory /etc/zones",
+		"namespaces web mail",
+		"labels tier in (a,b)",
+		"tenancy strict",
+		"ttl 60",
+		"negttl 5",
+		"soa ns1.example.org hostmaster.example.org",
+		"fallthrough",
+		"fallthrough example.net",
+	} {
+		multi, err := parse(caddy.NewTestController("dns", "k8scrd example.org example.net {\n "+property+"\n}"))
+		if err != nil {
+			t.Fatalf("%s: %v", property, err)
+		}
+		oneLine := "k8scrd example.org example.net { " + property + " }"
+		one, err := parse(caddy.NewTestController("dns", oneLine))
+		if err != nil {
+			t.Errorf("%q: %v", oneLine, err)
+			continue
+		}
+		if !reflect.DeepEqual(one.cfg, multi.cfg) || !reflect.DeepEqual(one.Fall, multi.Fall) {
+			t.Errorf("%q parsed to %+v %v, want %+v %v as on several lines", oneLine, one.cfg, one.Fall, multi.cfg, multi.Fall)
+		}
+	}
+	// The last property may share the closing line of a longer block.
+	k, err := parse(caddy.NewTestController("dns", "k8scrd {\n ttl 60\n negttl 5 }"))
+	if err != nil || k.cfg.ttl != 60 || k.cfg.negTTL != 5 {
+		t.Errorf("closing brace after the last property: %v, cfg %+v", err, k.cfg)
+	}
 }

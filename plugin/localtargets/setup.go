@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
 
 	"github.com/coredns/caddy"
@@ -62,11 +63,11 @@ func parse(c *caddy.Controller) (*LocalTargets, *healthCheck, error) {
 			return nil, nil, plugin.ErrOnce
 		}
 		i++
-		lt.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		lt.Zones = plugin.OriginsFromArgsOrServerBlock(corefile.Args(c), c.ServerBlockKeys)
 		for c.NextBlock() {
 			switch c.Val() {
 			case "prefix":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) != 1 {
 					return nil, nil, c.ArgErr()
 				}
@@ -76,7 +77,7 @@ func parse(c *caddy.Controller) (*LocalTargets, *healthCheck, error) {
 				}
 				lt.prefix = p
 			case "ttl":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) != 1 {
 					return nil, nil, c.ArgErr()
 				}
@@ -107,7 +108,7 @@ func parse(c *caddy.Controller) (*LocalTargets, *healthCheck, error) {
 //	healthcheck tcp PORT | http PORT PATH [HOST] | https PORT PATH [HOST] { interval; timeout; fails; passes }
 func parseHealthCheck(c *caddy.Controller) (*healthCheck, error) {
 	hc := newHealthCheck()
-	args := c.RemainingArgs()
+	args := corefile.Args(c)
 	if len(args) < 2 {
 		return nil, c.ArgErr()
 	}
@@ -137,51 +138,44 @@ func parseHealthCheck(c *caddy.Controller) (*healthCheck, error) {
 		return nil, c.Errf("healthcheck %q: want tcp, http or https", hc.proto)
 	}
 
-	// The optional block opens on the healthcheck line. NextBlock would take
-	// the next line of the outer block as this block's first property.
-	block := c.NextArg()
-	if block && c.Val() != "{" {
-		return nil, c.Errf("healthcheck: unexpected %q", c.Val())
-	}
-	for block {
-		if !c.Next() {
-			return nil, c.Err("healthcheck block is not closed")
+	// The optional block opens on the healthcheck line.
+	if corefile.OpensBlock(c) {
+		for c.NextBlock() {
+			switch c.Val() {
+			case "interval", "timeout":
+				what := c.Val()
+				d, err := corefile.Duration(c, time.Nanosecond)
+				if err != nil {
+					return nil, err
+				}
+				if what == "interval" {
+					hc.interval = d
+				} else {
+					hc.timeout = d
+				}
+			case "fails", "passes":
+				what := c.Val()
+				args := corefile.Args(c)
+				if len(args) != 1 {
+					return nil, c.ArgErr()
+				}
+				n, err := strconv.Atoi(args[0])
+				if err != nil || n < 1 {
+					return nil, c.Errf("healthcheck %s %q: not a positive number", what, args[0])
+				}
+				if what == "fails" {
+					hc.fails = n
+				} else {
+					hc.passes = n
+				}
+			default:
+				return nil, c.Errf("unknown healthcheck property %q", c.Val())
+			}
 		}
-		switch c.Val() {
-		case "}":
-			block = false
-		case "interval", "timeout":
-			what := c.Val()
-			args := c.RemainingArgs()
-			if len(args) != 1 {
-				return nil, c.ArgErr()
-			}
-			d, err := time.ParseDuration(args[0])
-			if err != nil || d <= 0 {
-				return nil, c.Errf("healthcheck %s %q: not a positive duration", what, args[0])
-			}
-			if what == "interval" {
-				hc.interval = d
-			} else {
-				hc.timeout = d
-			}
-		case "fails", "passes":
-			what := c.Val()
-			args := c.RemainingArgs()
-			if len(args) != 1 {
-				return nil, c.ArgErr()
-			}
-			n, err := strconv.Atoi(args[0])
-			if err != nil || n < 1 {
-				return nil, c.Errf("healthcheck %s %q: not a positive number", what, args[0])
-			}
-			if what == "fails" {
-				hc.fails = n
-			} else {
-				hc.passes = n
-			}
-		default:
-			return nil, c.Errf("unknown healthcheck property %q", c.Val())
+		// NextBlock ends on the "}" that closes the block, or at the end
+		// of the tokens when there is none.
+		if c.Val() != "}" {
+			return nil, c.Err("healthcheck block is not closed")
 		}
 	}
 	if hc.timeout > hc.interval {

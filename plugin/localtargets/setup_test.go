@@ -1,6 +1,7 @@
 package localtargets
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,12 @@ func TestParse(t *testing.T) {
 			healthcheck tcp 80
 			healthcheck tcp 81
 		}`, "given twice", nil},
+		{"localtargets { prefix }", "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after 'prefix'", nil},
+		{"localtargets { prefix a b }", "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after 'b'", nil},
+		{"localtargets { healthcheck tcp }", "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after 'tcp'", nil},
+		{"localtargets { healthcheck tcp 80 { interval soon } }", `Testfile:1 - Error during parsing: bad interval "soon": not a positive duration`, nil},
+		{"localtargets {\n healthcheck tcp 80 { retries 2 }\n}", `Testfile:2 - Error during parsing: unknown healthcheck property "retries"`, nil},
+		{"localtargets {\n ttl 10\n bogus }", `Testfile:3 - Error during parsing: unknown property "bogus"`, nil},
 	}
 	for i, tt := range tests {
 		c := caddy.NewTestController("dns", tt.input)
@@ -101,6 +108,45 @@ func TestParse(t *testing.T) {
 		}
 		if tt.check != nil {
 			tt.check(t, lt, hc)
+		}
+	}
+}
+
+func TestParseOneLineBlockIsTheMultiLineBlock(t *testing.T) {
+	type parsed struct {
+		lt *LocalTargets
+		hc *healthCheck
+	}
+	parseAt := func(input string) (parsed, error) {
+		c := caddy.NewTestController("dns", input)
+		c.ServerBlockKeys = []string{"example.org."}
+		lt, hc, err := parse(c)
+		return parsed{lt, hc}, err
+	}
+	for _, tc := range []struct{ multi, oneLine string }{
+		{"localtargets {\n prefix lt-\n}", "localtargets { prefix lt- }"},
+		{"localtargets gslb.example.org {\n ttl 10\n}", "localtargets gslb.example.org { ttl 10 }"},
+		{"localtargets {\n healthcheck tcp 443\n}", "localtargets { healthcheck tcp 443 }"},
+		{"localtargets {\n healthcheck http 80 /healthz app.example.org\n}", "localtargets { healthcheck http 80 /healthz app.example.org }"},
+		{"localtargets {\n healthcheck tcp 80 {\n interval 5s\n }\n}", "localtargets {\n healthcheck tcp 80 { interval 5s }\n}"},
+		{"localtargets {\n healthcheck tcp 80 {\n interval 5s\n }\n}", "localtargets { healthcheck tcp 80 { interval 5s } }"},
+		{"localtargets {\n healthcheck tcp 80 {\n fails 4\n }\n prefix lt-\n}", "localtargets {\n healthcheck tcp 80 { fails 4 }\n prefix lt- }"},
+		{"localtargets {\n healthcheck tcp 80 {\n }\n}", "localtargets { healthcheck tcp 80 { } }"},
+		{"localtargets {\n healthcheck tcp 80 {\n interval 2s\n timeout 500ms\n passes 3 }\n}", "localtargets {\n healthcheck tcp 80 {\n interval 2s\n timeout 500ms\n passes 3\n }\n}"},
+	} {
+		multi, err := parseAt(tc.multi)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.multi, err)
+		}
+		one, err := parseAt(tc.oneLine)
+		if err != nil {
+			t.Errorf("%q: %v", tc.oneLine, err)
+			continue
+		}
+		if one.lt.prefix != multi.lt.prefix || one.lt.ttl != multi.lt.ttl || !reflect.DeepEqual(one.lt.Zones, multi.lt.Zones) ||
+			!reflect.DeepEqual(one.hc, multi.hc) {
+			t.Errorf("%q parsed to prefix %q ttl %d zones %v healthcheck %+v, want prefix %q ttl %d zones %v healthcheck %+v as on several lines",
+				tc.oneLine, one.lt.prefix, one.lt.ttl, one.lt.Zones, one.hc, multi.lt.prefix, multi.lt.ttl, multi.lt.Zones, multi.hc)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/parse"
 	pkgtls "github.com/coredns/coredns/plugin/pkg/tls"
 	"github.com/coredns/coredns/plugin/pkg/transport"
+	"github.com/fleetdns/fleetdns/internal/corefile"
 
 	"github.com/miekg/dns"
 )
@@ -112,13 +113,13 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 			return nil, kd, plugin.ErrOnce
 		}
 		seen = true
-		if len(c.RemainingArgs()) != 0 {
+		if len(corefile.Args(c)) != 0 {
 			return nil, kd, c.ArgErr()
 		}
 		for c.NextBlock() {
 			switch c.Val() {
 			case "route":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) < 2 {
 					return nil, kd, c.ArgErr()
 				}
@@ -141,7 +142,7 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 					s.cfg.routes = append(s.cfg.routes, zoneRoute{zone: zone, addrs: addrs})
 				}
 			case "default":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) == 0 {
 					return nil, kd, c.ArgErr()
 				}
@@ -154,14 +155,14 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				}
 				s.cfg.def = addrs
 			case "resolv":
-				if !c.NextArg() {
+				if !corefile.NextArg(c) {
 					return nil, kd, c.ArgErr()
 				}
 				if s.cfg.def != nil || s.cfg.resolv != nil {
 					return nil, kd, c.Errf("resolv: only one of 'default' and 'resolv' may be given")
 				}
 				path := c.Val()
-				if c.NextArg() {
+				if corefile.NextArg(c) {
 					return nil, kd, c.ArgErr()
 				}
 				rc, err := dns.ClientConfigFromFile(path)
@@ -177,11 +178,11 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				}
 				s.cfg.resolv = addrs
 			case "kubedns":
-				if !c.NextArg() {
+				if !corefile.NextArg(c) {
 					return nil, kd, c.ArgErr()
 				}
 				dir := c.Val()
-				if c.NextArg() {
+				if corefile.NextArg(c) {
 					return nil, kd, c.ArgErr()
 				}
 				files, err := readKubeDNSFiles(dir)
@@ -193,7 +194,7 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				}
 				s.cfg.kubedns = dir
 			case "policy":
-				if !c.NextArg() {
+				if !corefile.NextArg(c) {
 					return nil, kd, c.ArgErr()
 				}
 				if newPolicy(c.Val()) == nil {
@@ -201,19 +202,19 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				}
 				s.cfg.policy = c.Val()
 			case "health_check":
-				d, err := duration(c)
+				d, err := corefile.Duration(c, time.Nanosecond)
 				if err != nil {
 					return nil, kd, err
 				}
 				s.pool.interval = d
 			case "timeout":
-				d, err := duration(c)
+				d, err := corefile.Duration(c, time.Nanosecond)
 				if err != nil {
 					return nil, kd, err
 				}
 				s.pool.timeout = d
 			case "tls":
-				tlsArgs = c.RemainingArgs()
+				tlsArgs = corefile.Args(c)
 				if len(tlsArgs) > 3 {
 					return nil, kd, c.ArgErr()
 				}
@@ -223,12 +224,12 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 					}
 				}
 			case "tls_servername":
-				if !c.NextArg() {
+				if !corefile.NextArg(c) {
 					return nil, kd, c.ArgErr()
 				}
 				tlsServerName = c.Val()
 			case "ready_requires":
-				args := c.RemainingArgs()
+				args := corefile.Args(c)
 				if len(args) == 0 {
 					return nil, kd, c.ArgErr()
 				}
@@ -301,19 +302,4 @@ func upstreams(c *caddy.Controller, what string, args []string, l listener) ([]s
 		}
 	}
 	return addrs, nil
-}
-
-func duration(c *caddy.Controller) (time.Duration, error) {
-	what := c.Val()
-	if !c.NextArg() {
-		return 0, c.ArgErr()
-	}
-	d, err := time.ParseDuration(c.Val())
-	if err != nil || d <= 0 {
-		return 0, c.Errf("%s: %q is not a positive duration", what, c.Val())
-	}
-	if c.NextArg() {
-		return 0, c.ArgErr()
-	}
-	return d, nil
 }

@@ -3,6 +3,7 @@ package splitdns
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -107,6 +108,11 @@ func TestSetupParse(t *testing.T) {
 		{`splitdns {
 			route a.corp dns://127.0.0.1
 		}`, []string{"127.0.0.1"}, "forwarding there would loop"},
+		{"splitdns { route svc.acme.internal }", nil, "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after 'svc.acme.internal'"},
+		{"splitdns { policy }", nil, "Testfile:1 - Error during parsing: Wrong argument count or unexpected line ending after 'policy'"},
+		{"splitdns { frobnicate }", nil, "Testfile:1 - Error during parsing: unknown property 'frobnicate'"},
+		{"splitdns {\n default 10.0.0.1\n timeout soon }", nil, `Testfile:3 - Error during parsing: bad timeout "soon": not a positive duration`},
+		{"splitdns {\n default 10.0.0.1\n route a.corp not-an-ip }", nil, "Testfile:3 - Error during parsing: route a.corp: not an IP address"},
 	}
 	for i, tc := range tests {
 		c := caddy.NewTestController("dns", tc.input)
@@ -158,5 +164,34 @@ func TestRouteForACIDRCoversItsReverseZones(t *testing.T) {
 	}
 	if r := tbl.lookup("1.0.32.172.in-addr.arpa."); r != nil {
 		t.Errorf("172.32.0.1 is outside 172.16.0.0/12 but routed to %s", r.zone)
+	}
+}
+
+func TestSetupOneLineBlockIsTheMultiLineBlock(t *testing.T) {
+	for _, property := range []string{
+		"route svc.acme.internal 192.168.240.1 tls://10.0.0.9",
+		"route 172.16.0.0/12 10.0.0.1",
+		"default 8.8.8.8:53 8.8.4.4",
+		"policy sequential",
+		"health_check 1s",
+		"timeout 1s",
+		"tls_servername dns.acme.internal",
+		"ready_requires all",
+		"ready_requires default",
+	} {
+		multi, _, err := parseSplitDNS(caddy.NewTestController("dns", "splitdns {\n "+property+"\n}"))
+		if err != nil {
+			t.Fatalf("%s: %v", property, err)
+		}
+		oneLine := "splitdns { " + property + " }"
+		one, _, err := parseSplitDNS(caddy.NewTestController("dns", oneLine))
+		if err != nil {
+			t.Errorf("%q: %v", oneLine, err)
+			continue
+		}
+		if !reflect.DeepEqual(one.cfg, multi.cfg) || one.pool.interval != multi.pool.interval || one.pool.timeout != multi.pool.timeout ||
+			one.pool.tls.ServerName != multi.pool.tls.ServerName {
+			t.Errorf("%q parsed to %+v, want %+v as on several lines", oneLine, one.cfg, multi.cfg)
+		}
 	}
 }
