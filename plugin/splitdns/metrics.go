@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/rcode"
 	"github.com/miekg/dns"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,16 +101,16 @@ func (c *routeCounters) get(server, zone string) *routeMetrics {
 		coalesced: coalescedCount.WithLabelValues(server, zone),
 	}
 	for rc := range m.rcodes {
-		m.rcodes[rc] = responseCount.WithLabelValues(server, zone, dns.RcodeToString[rc])
+		m.rcodes[rc] = responseCount.WithLabelValues(server, zone, rcode.ToString(rc))
 	}
 	c.p.Store(m)
 	return m
 }
 
-func (m *routeMetrics) response(server, zone string, rcode int) {
-	if rcode >= 0 && rcode < len(m.rcodes) {
-		m.rcodes[rcode].Inc()
+func (m *routeMetrics) response(server, zone string, rc int) {
+	if rc >= 0 && rc < len(m.rcodes) {
+		m.rcodes[rc].Inc()
 		return
 	}
-	responseCount.WithLabelValues(server, zone, rcodeName(rcode)).Inc()
+	responseCount.WithLabelValues(server, zone, rcode.ToString(rc)).Inc()
 }

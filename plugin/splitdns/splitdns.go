@@ -6,7 +6,6 @@ package splitdns
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -191,13 +190,6 @@ func (s *SplitDNS) exchange(ctx context.Context, state request.Request, u *upstr
 		return ret, nil
 	}
 	return nil, proxy.ErrCachedClosed
-}
-
-func rcodeName(rc int) string {
-	if s, ok := dns.RcodeToString[rc]; ok {
-		return s
-	}
-	return strconv.Itoa(rc)
 }
 
 var (
