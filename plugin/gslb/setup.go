@@ -2,8 +2,6 @@ package gslb
 
 import (
 	"errors"
-	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	coreparse "github.com/coredns/coredns/plugin/pkg/parse"
 	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
 
@@ -90,13 +89,11 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 				if _, dup := g.static[tag]; dup {
 					return nil, c.Errf("peer %s given twice", tag)
 				}
-				for _, a := range args[1:] {
-					hp, err := hostPort(a, "53")
-					if err != nil {
-						return nil, c.Errf("peer %s: %v", tag, err)
-					}
-					g.static[tag] = append(g.static[tag], hp)
+				addrs, err := peerAddrs(c, "peer "+tag, args[1:])
+				if err != nil {
+					return nil, err
 				}
+				g.static[tag] = addrs
 			case "peers_from_ns":
 				if g.disc != nil {
 					return nil, c.Err("peers_from_ns given twice")
@@ -106,13 +103,11 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 					return nil, c.ArgErr()
 				}
 				g.disc = &discovery{refresh: 2 * time.Hour, port: "53"}
-				for _, a := range args {
-					hp, err := hostPort(a, "53")
-					if err != nil {
-						return nil, c.Errf("peers_from_ns: %v", err)
-					}
-					g.disc.servers = append(g.disc.servers, hp)
+				addrs, err := peerAddrs(c, "peers_from_ns", args)
+				if err != nil {
+					return nil, err
 				}
+				g.disc.servers = addrs
 				if !corefile.OpensBlock(c) {
 					continue
 				}
@@ -321,14 +316,23 @@ func (g *GSLB) derive() {
 	g.tick = max(min(g.refresh/2, time.Second), 50*time.Millisecond)
 }
 
-// hostPort normalizes ADDRESS[:PORT] (an IP address; IPv6 with a port in
-// brackets) to host:port.
-func hostPort(s, port string) (string, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.String(), nil
+// peerAddrs normalizes ADDRESS[:PORT] arguments (IP addresses, port 53 by
+// default; IPv6 with a port in brackets) to host:port.
+func peerAddrs(c *caddy.Controller, what string, args []string) ([]string, error) {
+	addrs := make([]string, 0, len(args))
+	for _, a := range args {
+		s := a
+		if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+			s = s[1 : len(s)-1] // [::1] without a port
+		}
+		hp, err := coreparse.HostPort(s, "53")
+		if err == nil {
+			_, err = netip.ParseAddrPort(hp) // HostPort leaves the port unchecked
+		}
+		if err != nil {
+			return nil, c.Errf("%s: %q is not an IP address with an optional port", what, a)
+		}
+		addrs = append(addrs, hp)
 	}
-	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
-		return net.JoinHostPort(a.String(), port), nil
-	}
-	return "", fmt.Errorf("%q is not an IP address with an optional port", s)
+	return addrs, nil
 }

@@ -217,3 +217,31 @@ func TestParseOneLineBlockIsTheMultiLineBlock(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePeerAddresses(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{"127.0.0.2", "127.0.0.2:53"},
+		{"127.0.0.2:1053", "127.0.0.2:1053"},
+		{"::1", "[::1]:53"},
+		{"[::1]", "[::1]:53"},
+		{"[::1]:5353", "[::1]:5353"},
+		{"fe80::1%eth0", "[fe80::1%eth0]:53"},
+		{"not-an-ip", ""},
+		{"example.com:53", ""},
+		{"127.0.0.2:99999", ""},
+		{"127.0.0.2:dns", ""},
+		{"[127.0.0.2", ""},
+	} {
+		g, err := parse(caddy.NewTestController("dns", "gslb example.com {\n geotag eu\n peer us "+tc.arg+"\n}"))
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("peer %s: accepted as %v", tc.arg, g.static["us"])
+		case tc.want == "" && !strings.Contains(err.Error(), "is not an IP address with an optional port"):
+			t.Errorf("peer %s: error %v", tc.arg, err)
+		case tc.want != "" && err != nil:
+			t.Errorf("peer %s: %v", tc.arg, err)
+		case tc.want != "" && strings.Join(g.static["us"], " ") != tc.want:
+			t.Errorf("peer %s: %v, want %s", tc.arg, g.static["us"], tc.want)
+		}
+	}
+}
