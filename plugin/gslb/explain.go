@@ -8,6 +8,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/request"
+	"github.com/fleetdns/fleetdns/internal/dnsutil"
 
 	"github.com/miekg/dns"
 )
@@ -93,12 +94,7 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 	m.Authoritative = true
 	txt := &dns.TXT{Hdr: dns.RR_Header{Name: state.QName(), Rrtype: dns.TypeTXT, Class: dns.ClassINET}}
 	for _, l := range lines {
-		// A character-string holds at most 255 octets (RFC 1035 §3.3).
-		for len(l) > 255 {
-			txt.Txt = append(txt.Txt, l[:255])
-			l = l[255:]
-		}
-		txt.Txt = append(txt.Txt, l)
+		txt.Txt = append(txt.Txt, dnsutil.TXTStrings(l)...)
 	}
 	m.Answer = []dns.RR{txt}
 	scope := 0

@@ -15,6 +15,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/request"
+	"github.com/fleetdns/fleetdns/internal/dnsutil"
 	"github.com/fleetdns/fleetdns/internal/store"
 
 	"github.com/miekg/dns"
@@ -99,7 +100,7 @@ func (g *GSLB) Name() string { return pluginName }
 func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
 	qname := state.Name()
-	if g.store == nil || !inZone(qname, g.zone) {
+	if g.store == nil || !dnsutil.InZone(qname, g.zone) {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
 	switch state.QType() {
@@ -188,13 +189,6 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	g.answered(d.strategy, result)
 	w.WriteMsg(addOPT(m, r, ecs, scope))
 	return dns.RcodeSuccess, nil
-}
-
-// inZone reports whether name is zone or below it; both lower-case and
-// fully qualified.
-func inZone(name, zone string) bool {
-	return name == zone || zone == "." ||
-		(len(name) > len(zone) && name[len(name)-len(zone)-1] == '.' && name[len(name)-len(zone):] == zone)
 }
 
 // addOPT adds the reply's OPT record when the query had one.

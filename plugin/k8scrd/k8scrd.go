@@ -4,13 +4,13 @@ package k8scrd
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	"github.com/coredns/coredns/request"
+	"github.com/fleetdns/fleetdns/internal/dnsutil"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/miekg/dns"
 )
@@ -36,7 +36,7 @@ type K8sCRD struct {
 func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
 	qname := state.Name()
-	zone := zoneOf(k.Zones, qname)
+	zone := dnsutil.ZoneOf(k.Zones, qname)
 	if zone == "" {
 		return plugin.NextOrFailure(k.Name(), k.Next, ctx, w, r)
 	}
@@ -69,41 +69,6 @@ func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 	}
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
-}
-
-// zoneOf returns the longest of zones that qname is in, "" when none: what
-// plugin.Zones.Matches returns, without its two allocations (dns.Split) per
-// zone on every query. Zones are fully qualified.
-func zoneOf(zones []string, qname string) (zone string) {
-	for _, z := range zones {
-		if len(z) > len(zone) && inZone(qname, z) {
-			zone = z
-		}
-	}
-	return zone
-}
-
-// inZone reports whether name is zone or below it (case-insensitive, and a
-// "\." inside a label is not a label boundary).
-func inZone(name, zone string) bool {
-	if zone == "." {
-		return true
-	}
-	i := len(name) - len(zone)
-	if i < 0 || !strings.EqualFold(name[i:], zone) {
-		return false
-	}
-	if i == 0 {
-		return true
-	}
-	if name[i-1] != '.' {
-		return false
-	}
-	escapes := 0
-	for j := i - 2; j >= 0 && name[j] == '\\'; j-- {
-		escapes++
-	}
-	return escapes%2 == 0
 }
 
 // Name implements the plugin.Handler interface.
@@ -140,7 +105,7 @@ func (r reader) Hosts(zone string, fn func(*store.Host) bool) {
 // NegativeSOA implements store.Store: the negative SOA of the zone holding
 // name, the record k8scrd's own NXDOMAIN and NODATA answers carry.
 func (r reader) NegativeSOA(name string) *dns.SOA {
-	zone := zoneOf(r.k.Zones, name)
+	zone := dnsutil.ZoneOf(r.k.Zones, name)
 	if zone == "" {
 		return nil
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/fleetdns/fleetdns/internal/testkit"
 
-	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 )
@@ -190,31 +189,5 @@ func TestNotReadyUntilStartupReturns(t *testing.T) {
 	defer k.shutdown()
 	if !k.Ready() {
 		t.Error("not ready after start-up returned with a synced store")
-	}
-}
-
-// TestZoneOfMatchesPluginZones checks the query path's allocation-free zone
-// match against CoreDNS's plugin.Zones.Matches on awkward names.
-func TestZoneOfMatchesPluginZones(t *testing.T) {
-	zoneSets := [][]string{
-		{"example.org."},
-		{"example.org.", "sub.example.org."},
-		{"sub.example.org.", "example.org.", "org."},
-		{"."},
-		{".", "example.org."},
-		{"xample.org."},
-	}
-	names := []string{
-		".", "org.", "example.org.", "EXAMPLE.org.", "www.example.org.", "wwwexample.org.",
-		"a.sub.example.org.", "sub.example.org.", "xsub.example.org.", "a\\.example.org.",
-		"a\\\\.example.org.", "a\\\\\\.example.org.", "\\.example.org.", "a\\046example.org.",
-		"example.org.x.", "example.com.", "e.xample.org.", "xample.org.", "a.b.c.d.e.f.example.org.",
-	}
-	for _, zones := range zoneSets {
-		for _, name := range names {
-			if got, want := zoneOf(zones, name), plugin.Zones(zones).Matches(name); got != want {
-				t.Errorf("zoneOf(%v, %q) = %q, plugin.Zones.Matches = %q", zones, name, got, want)
-			}
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/fleetdns/fleetdns/internal/dnsutil"
 	"github.com/miekg/dns"
 	"sigs.k8s.io/external-dns/endpoint"
 )
@@ -309,15 +310,7 @@ func txtStrings(t string) []string {
 	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' && !strings.Contains(t[1:len(t)-1], `"`) {
 		t = t[1 : len(t)-1]
 	}
-	var out []string
-	for {
-		n := min(len(t), 255)
-		out = append(out, strings.ReplaceAll(t[:n], `\`, `\\`))
-		t = t[n:]
-		if t == "" {
-			return out
-		}
-	}
+	return dnsutil.TXTStrings(t)
 }
 
 // rdata is the presentation form of rr's RDATA: the key for de-duplication and ordering.
