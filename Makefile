@@ -13,7 +13,7 @@ GOBUILD_FLAGS := -trimpath -ldflags "-s -w"
 export CGO_ENABLED = 0
 export GOTOOLCHAIN = local
 
-.PHONY: all build run test deps unit e2e generate vet clean bench bench-smoke bench-compare bench-instr fuzz soak
+.PHONY: all build run test deps unit e2e generate vet lint clean bench bench-smoke bench-compare bench-instr fuzz soak
 
 all: build
 
@@ -34,6 +34,12 @@ deps:
 vet:
 	$(GO) vet ./...
 
+# lint: staticcheck at a pinned version, through go run so that nothing needs
+# installing (the first run downloads and builds it; later ones reuse both caches).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
+
 # unit: every package's own tests under the race detector (cgo is needed for -race).
 unit:
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./cmd/... ./internal/... ./plugin/...
@@ -44,7 +50,7 @@ e2e: build
 	FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_REQUIRE_ALL=1 \
 		$(GO) test -count=1 -timeout 40m ./test/...
 
-test: deps vet unit e2e bench-smoke
+test: deps vet lint unit e2e bench-smoke
 
 # bench: every side-by-side comparison (about an hour; not in CI). Tables go
 # to stdout and are appended to $(BENCH_OUT); BENCHMARKS.md quotes them. The

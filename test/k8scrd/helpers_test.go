@@ -117,18 +117,6 @@ func waitA(t testing.TB, addr, name, want string, timeout time.Duration) time.Du
 	return time.Since(start)
 }
 
-// stillA asserts that name A keeps answering want for d.
-func stillA(t testing.TB, addr, name, want string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if got := answerA(addr, name); got != want {
-			t.Fatalf("%s A = %s, want it to stay %s", name, got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // httpStatus reports whether url answers 200, and the status line.
 func httpStatus(url string) (bool, string) {
 	cl := http.Client{Timeout: 2 * time.Second}

@@ -39,7 +39,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -392,10 +391,4 @@ func checkAll(f func(q query) (string, []string)) checker {
 func sameAnswer(rcode string, answer ...string) checker {
 	w := want(rcode, answer)
 	return func(_ query, m *dns.Msg) error { return w(m) }
-}
-
-func sortedCopy(s []string) []string {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return c
 }
