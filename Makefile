@@ -13,7 +13,7 @@ GOBUILD_FLAGS := -trimpath -ldflags "-s -w"
 export CGO_ENABLED = 0
 export GOTOOLCHAIN = local
 
-.PHONY: all build run test deps unit e2e generate vet lint clean bench bench-smoke bench-compare bench-instr fuzz soak
+.PHONY: all build run test deps unit e2e generate vet lint dupl clean bench bench-smoke bench-compare bench-instr fuzz soak
 
 all: build
 
@@ -39,6 +39,14 @@ vet:
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	$(GO) run $(STATICCHECK) ./...
+
+# dupl: the number of copies of code (clone groups of at least DUPL_TOKENS
+# tokens) in plugin/ and internal/, by a pinned dupl (not in `make test`: a
+# count to compare, not a gate). The same go run without the tail lists them.
+DUPL := github.com/mibk/dupl@v1.0.0
+DUPL_TOKENS ?= 50
+dupl:
+	@$(GO) run $(DUPL) -t $(DUPL_TOKENS) plugin internal | tail -1
 
 # unit: every package's own tests under the race detector (cgo is needed for -race).
 unit:
