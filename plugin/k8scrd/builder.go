@@ -2,9 +2,11 @@ package k8scrd
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,12 +43,21 @@ type builder struct {
 	// store's subscribers hear of it there.
 	published func()
 
+	// report, when set, tells an object's owners why some of its endpoints
+	// are not served (Kubernetes Events); prefix is the block's
+	// localtargets- prefix, whose literal records tenancy guards.
+	report func(o *object, reason, message string)
+	prefix string
+
 	// owned by run
-	objects  map[string]*object
-	byName   map[string]*object   // name -> one object that declares it
-	more     map[string][]*object // name -> the others, when more than one does (rare)
-	skipped  map[string]int       // tenancy-skipped endpoints per name
-	conflict map[string]int       // CNAMEs skipped beside other data per name
+	objects    map[string]*object
+	byName     map[string]*object          // name -> one object that declares it
+	more       map[string][]*object        // name -> the others, when more than one does (rare)
+	skipped    map[string]int              // tenancy-skipped endpoints per name
+	conflict   map[string]int              // CNAMEs skipped beside other data per name
+	refusedAt  map[string]map[string]int   // name -> tenancy reason -> endpoints refused
+	owner      map[string]string           // name -> owner namespace (strict tenancy or grants)
+	ownedBelow map[string]map[string]int32 // name -> namespace -> owned names strictly below
 }
 
 // batchDelay is how long the builder gathers a burst of events into one snapshot.
@@ -58,6 +69,8 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 		pending: make(map[string]change),
 		objects: make(map[string]*object), byName: make(map[string]*object), more: make(map[string][]*object),
 		skipped: make(map[string]int), conflict: make(map[string]int),
+		refusedAt: map[string]map[string]int{}, owner: map[string]string{}, ownedBelow: map[string]map[string]int32{},
+		prefix: store.DefaultPrefix,
 	}
 	now := time.Now
 	b.clock.Store(&now)
@@ -194,8 +207,19 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 			}
 		}
 	}
-	for name := range names {
-		b.rebuild(e, name)
+	// A name's owner decides for its ancestors' delegations and wildcards
+	// and for its literal localtargets- name: those are merged again, in
+	// rounds (owners change on creation and deletion; the chain is short).
+	for round := 0; len(names) > 0 && round < 8; round++ {
+		again := map[string]bool{}
+		for name := range names {
+			for _, dep := range b.rebuild(e, name) {
+				if len(b.declaredBy(dep)) > 0 {
+					again[dep] = true
+				}
+			}
+		}
+		names = again
 	}
 
 	for z := range e.touched {
@@ -234,11 +258,25 @@ func (b *builder) undeclare(name string, o *object) {
 	}
 }
 
-// rebuild recomputes the node at name from every object that declares it.
-func (b *builder) rebuild(e *edit, name string) {
+// declaredBy returns the objects that declare name, in no order.
+func (b *builder) declaredBy(name string) []*object {
+	first, ok := b.byName[name]
+	if !ok {
+		return nil
+	}
+	return append([]*object{first}, b.more[name]...)
+}
+
+// rebuild recomputes the node at name from every object that declares it,
+// and returns the names whose tenancy decisions depend on its owner when
+// that changed.
+func (b *builder) rebuild(e *edit, name string) (again []string) {
 	zone := plugin.Zones(b.cfg.zones).Matches(name)
 	old := e.s.get(name)
-	n := b.merge(name, zone)
+	n, owner := b.merge(name, zone)
+	if b.cfg.strictish() {
+		again = b.setOwner(name, zone, owner)
+	}
 
 	var below int32
 	if old != nil {
@@ -271,6 +309,7 @@ func (b *builder) rebuild(e *edit, name string) {
 		}
 		b.ancestors(e, name, zone, delta)
 	}
+	return again
 }
 
 // ancestors adds delta to the below count of every name strictly between name
@@ -308,11 +347,12 @@ func countRRs(n *node) int {
 // merge builds the node at name: targets merged and de-duplicated across
 // objects, a deterministic order, one TTL per RRset (the smallest, RFC 2181
 // §5.2), tenancy applied, a CNAME beside other data skipped.
-func (b *builder) merge(name, zone string) *node {
+func (b *builder) merge(name, zone string) (*node, string) {
 	first, ok := b.byName[name]
 	if !ok {
 		b.count(name, 0, 0)
-		return nil
+		b.refuse(name, nil)
+		return nil, ""
 	}
 	objs := append([]*object{first}, b.more[name]...)
 	// Store order: the oldest object first, then namespace/name, then key.
@@ -326,17 +366,15 @@ func (b *builder) merge(name, zone string) *node {
 	var sets []merged
 	var owned []bool // sets[i].addrs is the builder's own, not one endpoint's
 	h := store.Host{Name: name}
-	skipped := 0
-	owner := objs[0].namespace
-	for _, o := range objs {
+	kept, owner, refused := b.admit(name, objs)
+	if len(kept) == 0 {
+		// Nobody may publish here: the name does not exist (NXDOMAIN, or
+		// an empty non-terminal above names that others may publish).
+		b.count(name, b.refuse(name, refused), 0)
+		return nil, ""
+	}
+	for _, o := range kept {
 		eps := o.at(name)
-		if b.cfg.strict && o.namespace != owner {
-			skipped += len(eps)
-			if b.skipped[name] == 0 {
-				log.Warningf("Tenancy strict: %s belongs to namespace %q; ignoring its endpoints in %s/%s", name, owner, o.namespace, o.name)
-			}
-			continue
-		}
 		h.Verbatim = h.Verbatim || o.verbatim
 		for i := range eps {
 			ep := &eps[i]
@@ -386,6 +424,35 @@ func (b *builder) merge(name, zone string) *node {
 		h.TTL = b.cfg.ttl
 	}
 
+	// What a name's owner owns, nobody else may take from above: a
+	// delegation or a wildcard is refused where it would cover a name that
+	// another namespace owns or is granted.
+	if b.cfg.strictish() && name != zone {
+		cover := -1 // the sets refused: -2 all (a wildcard), else the NS set's index
+		if rest, wild := strings.CutPrefix(name, "*."); wild && b.covers(rest, owner) {
+			cover = -2
+		} else if i := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == dns.TypeNS }); i >= 0 && b.covers(name, owner) {
+			cover = i
+		}
+		if cover != -1 {
+			for _, o := range kept {
+				msg := fmt.Sprintf("the delegation at %s would cover names another namespace owns", name)
+				if cover == -2 {
+					msg = fmt.Sprintf("the wildcard %s would cover names another namespace owns", name)
+				}
+				refused = append(refused, refusal{o, refusedCover, msg})
+			}
+			if cover == -2 {
+				// A refused wildcard does not exist: it synthesizes nothing.
+				b.count(name, b.refuse(name, refused), 0)
+				return nil, owner
+			} else {
+				sets, owned = slices.Delete(sets, cover, cover+1), slices.Delete(owned, cover, cover+1)
+			}
+		}
+	}
+	skipped := b.refuse(name, refused)
+
 	conflicts := 0
 	for i := range sets {
 		// Deterministic order, duplicates removed, one TTL (copies only where an endpoint's differs).
@@ -424,7 +491,7 @@ func (b *builder) merge(name, zone string) *node {
 	slices.SortFunc(sets, func(x, y merged) int { return cmp.Compare(x.rtype, y.rtype) })
 	n := newNode(h, sets)
 	n.cut = name != zone && n.get(dns.TypeNS) != nil
-	return n
+	return n, owner
 }
 
 // compareRR orders an RRset deterministically by RDATA text (address

@@ -35,6 +35,24 @@ var (
 		Help:      "Errors reading the source: failed list/watch calls to the API server, unreadable files.",
 	}, []string{"source"})
 
+	refusedEndpoints = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "k8scrd",
+		Name:      "refused_endpoints",
+		Help:      "Endpoints refused now by tenancy, by reason (owner, grant, reserved, localtargets, cover).",
+	}, []string{"reason"})
+	eventsWritten = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "k8scrd",
+		Name:      "events_total",
+		Help:      "Kubernetes Events written on objects for refused claims and invalid endpoints.",
+	})
+	eventsDropped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "k8scrd",
+		Name:      "events_dropped_total",
+		Help:      "Events not written, by reason (rate: the object had its share; queue: full; error: the API refused).",
+	}, []string{"reason"})
 	tenancySkipped = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "k8scrd",

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coredns/caddy"
@@ -12,6 +13,7 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/fleetdns/fleetdns/internal/corefile"
+	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -30,6 +32,7 @@ type config struct {
 	labels     string
 	selector   labels.Selector // parsed labels, nil for everything
 	strict     bool
+	grants     grants // tenant lines: who may publish at or below which suffix
 	ttl        uint32
 	negTTL     uint32
 	mname      string
@@ -58,6 +61,11 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error("k8scrd", err)
 	}
 	c.OnStartup(func() error {
+		// Tenancy guards literal localtargets- records under the prefix
+		// that the block's localtargets answers with.
+		if t := store.TargetsFromConfig(c); t != nil {
+			k.builder.prefix = strings.ToLower(t.Prefix())
+		}
 		// With transfer in the block, secondaries are notified of changes.
 		if x, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok {
 			k.notifier = newNotifier(x, nil)
@@ -143,6 +151,24 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				}
 				if corefile.NextArg(c) {
 					return nil, c.ArgErr()
+				}
+			case "tenant":
+				args := corefile.Args(c)
+				if len(args) < 2 {
+					return nil, c.ArgErr()
+				}
+				ns := args[0]
+				for _, a := range args[1:] {
+					suffix := strings.ToLower(dns.Fqdn(a))
+					if _, ok := dns.IsDomainName(suffix); !ok {
+						return nil, c.Errf("tenant %s: %q is not a domain name", ns, a)
+					}
+					if plugin.Zones(k.Zones).Matches(suffix) == "" {
+						return nil, c.Errf("tenant %s: %s is outside the zones %v", ns, suffix, k.Zones)
+					}
+					if other := cfg.grants.add(ns, suffix); other != "" {
+						return nil, c.Errf("tenant %s %s: namespace %q is granted the same suffix; two equally specific grants cannot both hold it", ns, suffix, other)
+					}
 				}
 			case "ttl", "negttl":
 				word := c.Val()

@@ -1,0 +1,254 @@
+package k8scrd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/miekg/dns"
+)
+
+// Who may publish which names (tenancy). Every rule here is a function of
+// the objects present and of the Corefile, never of the order events
+// arrived in, so that every replica, whenever it started, decides the same.
+
+// Reasons an endpoint is refused by tenancy; the values label
+// coredns_k8scrd_refused_endpoints and the Events on the objects.
+const (
+	refusedOwner        = "owner"        // the name belongs to another namespace (tenancy strict)
+	refusedGrant        = "grant"        // no grant of this namespace covers the name
+	refusedReserved     = "reserved"     // a name that gslb answers itself
+	refusedLocalTargets = "localtargets" // a literal localtargets- record not from the host's owner (k8gb-labelled)
+	refusedCover        = "cover"        // a delegation or wildcard over a name another namespace owns
+)
+
+// reservedLabels are first labels gslb answers itself: store records there
+// are refused, so that nothing a tenant publishes is served in their place.
+var reservedLabels = []string{"_gslb-explain", "_gslb-peers"}
+
+// reserved reports whether name's first label is one gslb answers itself.
+func reserved(name string) bool {
+	first, _, _ := strings.Cut(name, ".")
+	return slices.Contains(reservedLabels, first)
+}
+
+// grant lets namespace publish at or below suffix (`tenant NAMESPACE SUFFIX...`).
+type grant struct {
+	suffix    string // lower-case, fully qualified
+	namespace string
+}
+
+// grants are sorted most specific (most labels) first. Empty: no grants,
+// every namespace may publish (subject to tenancy strict).
+type grants []grant
+
+// holder returns the namespace of the most specific grant covering name; ""
+// when none does.
+func (gs grants) holder(name string) string {
+	for _, g := range gs {
+		if dns.IsSubDomain(g.suffix, name) {
+			return g.namespace
+		}
+	}
+	return ""
+}
+
+// otherBelow reports whether a grant strictly below name is held by a
+// namespace other than ns: a delegation or wildcard of ns at name would
+// cover names that grant gives away.
+func (gs grants) otherBelow(name, ns string) bool {
+	for _, g := range gs {
+		if g.namespace != ns && g.suffix != name && dns.IsSubDomain(name, g.suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// add records a grant; it returns the namespace already holding suffix when
+// another one does (two equally specific grants for one suffix).
+func (gs *grants) add(ns, suffix string) (conflict string) {
+	for _, g := range *gs {
+		if g.suffix == suffix {
+			if g.namespace != ns {
+				return g.namespace
+			}
+			return ""
+		}
+	}
+	*gs = append(*gs, grant{suffix: suffix, namespace: ns})
+	slices.SortStableFunc(*gs, func(a, b grant) int { return dns.CountLabel(b.suffix) - dns.CountLabel(a.suffix) })
+	return ""
+}
+
+// strictish reports whether names have owners: tenancy strict, or grants.
+func (cfg *config) strictish() bool { return cfg.strict || len(cfg.grants) > 0 }
+
+// refusal is one object's endpoints refused at a name, and why.
+type refusal struct {
+	o       *object
+	reason  string
+	message string
+}
+
+// admit returns the objects (in store order) whose endpoints at name are
+// served, the name's owner ("" in shared tenancy or when nobody may publish
+// it) and what was refused.
+//
+//   - gslb answers _gslb-explain.* and _gslb-peers.* itself: refused from everyone.
+//   - With grants, only the namespace of the most specific grant covering
+//     the name publishes there.
+//   - tenancy strict: the oldest object's namespace owns the name (store
+//     order: creationTimestamp, then namespace/name).
+//   - A literal localtargets-<host> record is served only from a
+//     k8gb-labelled object of the namespace that owns <host> (in shared
+//     tenancy: that publishes <host>): peers take it as this cluster's answer.
+func (b *builder) admit(name string, objs []*object) (kept []*object, owner string, refused []refusal) {
+	gs := b.cfg.grants
+	holder := ""
+	if len(gs) > 0 {
+		holder = gs.holder(name)
+	}
+	host, literal := store.TargetHost(name, b.prefix)
+	for _, o := range objs {
+		switch {
+		case reserved(name):
+			refused = append(refused, refusal{o, refusedReserved, fmt.Sprintf("%s is answered by gslb itself; records there are not served", name)})
+			continue
+		case len(gs) > 0 && o.namespace != holder:
+			msg := fmt.Sprintf("no tenant grant of namespace %q covers %s", o.namespace, name)
+			if holder != "" {
+				msg += fmt.Sprintf(" (granted to %q)", holder)
+			}
+			refused = append(refused, refusal{o, refusedGrant, msg})
+			continue
+		case b.cfg.strict && owner != "" && o.namespace != owner:
+			refused = append(refused, refusal{o, refusedOwner, fmt.Sprintf("%s belongs to namespace %q, whose object published it first", name, owner)})
+			continue
+		case literal && !o.verbatim:
+			refused = append(refused, refusal{o, refusedLocalTargets, fmt.Sprintf("%s is this cluster's answer to its peers, assembled from %s; a literal record is served only from a k8gb-labelled object", name, host)})
+			continue
+		case literal && !b.publishes(host, o.namespace):
+			refused = append(refused, refusal{o, refusedLocalTargets, fmt.Sprintf("%s: namespace %q does not own %s", name, o.namespace, host)})
+			continue
+		}
+		if b.cfg.strictish() && owner == "" {
+			owner = o.namespace
+		}
+		kept = append(kept, o)
+	}
+	return kept, owner, refused
+}
+
+// publishes reports whether namespace ns may speak for host: it owns host
+// (strict tenancy or grants), or publishes it (shared).
+func (b *builder) publishes(host, ns string) bool {
+	if b.cfg.strictish() {
+		return b.owner[host] == ns
+	}
+	for _, o := range b.declaredBy(host) {
+		if o.namespace == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// covers reports whether a delegation at name, or a wildcard *.name, of
+// namespace ns would cover a name that another namespace owns or is granted.
+func (b *builder) covers(name, ns string) bool {
+	if b.cfg.grants.otherBelow(name, ns) {
+		return true
+	}
+	for other, n := range b.ownedBelow[name] {
+		if other != ns && n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// setOwner records name's new owner and returns the names whose decisions
+// depend on it and must be merged again: the ancestors (their delegations)
+// and their wildcards, and the literal localtargets- name of name. Owners
+// change when names are created or deleted, not on every update.
+func (b *builder) setOwner(name, zone, owner string) (again []string) {
+	old := b.owner[name]
+	if old == owner {
+		return nil
+	}
+	if owner == "" {
+		delete(b.owner, name)
+	} else {
+		b.owner[name] = owner
+	}
+	for p := parent(name); p != "" && len(p) >= len(zone); p = parent(p) {
+		below := b.ownedBelow[p]
+		if below == nil {
+			below = map[string]int32{}
+			b.ownedBelow[p] = below
+		}
+		if old != "" {
+			if below[old]--; below[old] <= 0 {
+				delete(below, old)
+			}
+		}
+		if owner != "" {
+			below[owner]++
+		}
+		if len(below) == 0 {
+			delete(b.ownedBelow, p)
+		}
+		again = append(again, p, "*."+p)
+		if p == zone {
+			break
+		}
+	}
+	if lt := b.prefix + name; !strings.HasPrefix(name, b.prefix) {
+		again = append(again, lt)
+	}
+	return again
+}
+
+// refuse counts what merge refused at name (the gauges equal what is refused
+// now), logs a reason the first time it applies to the name, and reports
+// each refusal on its object.
+func (b *builder) refuse(name string, refused []refusal) (endpoints int) {
+	now := map[string]int{}
+	for _, r := range refused {
+		n := len(r.o.at(name))
+		now[r.reason] += n
+		endpoints += n
+		if b.report != nil {
+			b.report(r.o, "NameRefused", r.message)
+		}
+	}
+	before := b.refusedAt[name]
+	for reason, n := range now {
+		if before[reason] == 0 {
+			log.Warningf("Tenancy: endpoints at %s refused (%s): %s", name, reason, messageOf(refused, reason))
+		}
+		refusedEndpoints.WithLabelValues(reason).Add(float64(n - before[reason]))
+	}
+	for reason, n := range before {
+		if now[reason] == 0 {
+			refusedEndpoints.WithLabelValues(reason).Sub(float64(n))
+		}
+	}
+	if len(now) == 0 {
+		delete(b.refusedAt, name)
+	} else {
+		b.refusedAt[name] = now
+	}
+	return endpoints
+}
+
+func messageOf(refused []refusal, reason string) string {
+	for _, r := range refused {
+		if r.reason == reason {
+			return r.o.namespace + "/" + r.o.name + ": " + r.message
+		}
+	}
+	return ""
+}
