@@ -78,6 +78,7 @@ func TestGrantsSurviveRecreationAndReplicasAgree(t *testing.T) {
 	owner, claimer := k.NewNamespace(t, "grant-owner"), k.NewNamespace(t, "grant-claimer")
 	const zone = "grants.example."
 	k.CreateDNSEndpoint(t, owner, "app", nil, a("app."+zone, "192.0.2.1"))
+	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution: the owner is older
 	k.CreateDNSEndpoint(t, claimer, "app", nil, a("app."+zone, "198.51.100.66"), a("own.claimer."+zone, "192.0.2.9"))
 
 	stanza := func(grants bool) []string {
