@@ -48,6 +48,26 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 		t.Errorf("localtargets-app.gslb.example.com A = %v, want eu's own targets", got)
 	}
 
+	// Another namespace of the cluster publishes the same host, a literal
+	// localtargets- answer and the zone's apex NS: the shipped Corefile
+	// reads only namespace fleetdns and grants it the zone, so none of it
+	// is served, to clients or to peers.
+	intruder := k.NewNamespace(t, "intruder")
+	k.CreateDNSEndpoint(t, intruder, "takeover", map[string]string{"k8gb.io/dnstype": "local"},
+		testkit.EP("app.gslb.example.com", "A", 0, "198.51.100.66"),
+		testkit.EP("localtargets-app.gslb.example.com", "A", 0, "198.51.100.66"),
+		testkit.EP("gslb.example.com", "NS", 0, "ns.attacker.example.net"))
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if got := harness.Targets(ask("localtargets-app.gslb.example.com.", dns.TypeA), dns.TypeA); strings.Join(got, " ") != "203.0.113.80 203.0.113.81" {
+			t.Fatalf("localtargets-app.gslb.example.com A = %v after another namespace published it; want eu's own targets", got)
+		}
+		if got := harness.Targets(ask("gslb.example.com.", dns.TypeNS), dns.TypeNS); strings.Join(got, " ") != "gslb-ns-eu.gslb.example.com. gslb-ns-us.gslb.example.com." {
+			t.Fatalf("gslb.example.com NS = %v after another namespace published one; want the zone's own", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	// eu keeps the declaration but loses its targets: the answer comes from
 	// us, the peer found through the parent's delegation.
 	clearTargets(t, k)
@@ -83,7 +103,7 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 		}
 	}
 	if strings.Contains(p.Log(), "orbidden") {
-		t.Errorf("permission errors with the shipped fleetdns:gslb ClusterRole:\n%s", p.Log())
+		t.Errorf("permission errors with the shipped fleetdns:gslb Role:\n%s", p.Log())
 	}
 }
 
