@@ -82,14 +82,33 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 			{"list", "services", "yes"}, {"watch", "services", "yes"},
 			{"list", "namespaces", "yes"}, {"watch", "namespaces", "yes"},
 			{"list", "endpointslices.discovery.k8s.io", "yes"}, {"watch", "endpointslices.discovery.k8s.io", "yes"},
-			{"get", "dnsendpoints.externaldns.k8s.io", "yes"}, {"list", "dnsendpoints.externaldns.k8s.io", "yes"}, {"watch", "dnsendpoints.externaldns.k8s.io", "yes"},
+			// DNSEndpoints only in the namespaces the Corefile reads (below).
+			{"list", "dnsendpoints.externaldns.k8s.io", "no"},
 			{"create", "dnsendpoints.externaldns.k8s.io", "no"}, {"update", "dnsendpoints.externaldns.k8s.io", "no"}, {"delete", "dnsendpoints.externaldns.k8s.io", "no"},
+			{"create", "events", "no"},
 			{"get", "services", "no"}, {"list", "pods", "no"}, {"list", "endpoints", "no"},
 			{"list", "secrets", "no"}, {"get", "configmaps", "no"}, {"list", "nodes", "no"},
 		} {
 			out, _ := k.TryKubectl("auth", "can-i", c.verb, c.resource, "--all-namespaces", "--as="+sa)
 			if got := strings.TrimSpace(out); got != c.want {
 				t.Errorf("kubectl auth can-i %s %s --as=%s: %q, want %q", c.verb, c.resource, sa, got, c.want)
+			}
+		}
+		// In namespace default (the Corefile's namespaces): read what it
+		// serves, create Events (its one write), nothing else.
+		for _, c := range []struct {
+			verb, resource string
+			want           string
+		}{
+			{"get", "dnsendpoints.externaldns.k8s.io", "yes"}, {"list", "dnsendpoints.externaldns.k8s.io", "yes"}, {"watch", "dnsendpoints.externaldns.k8s.io", "yes"},
+			{"create", "events", "yes"},
+			{"create", "dnsendpoints.externaldns.k8s.io", "no"}, {"update", "dnsendpoints.externaldns.k8s.io", "no"}, {"patch", "dnsendpoints.externaldns.k8s.io", "no"},
+			{"delete", "dnsendpoints.externaldns.k8s.io", "no"}, {"update", "events", "no"}, {"patch", "events", "no"}, {"delete", "events", "no"},
+			{"create", "configmaps", "no"}, {"create", "pods", "no"}, {"list", "secrets", "no"},
+		} {
+			out, _ := k.TryKubectl("auth", "can-i", c.verb, c.resource, "-n", "default", "--as="+sa)
+			if got := strings.TrimSpace(out); got != c.want {
+				t.Errorf("kubectl auth can-i %s %s -n default --as=%s: %q, want %q", c.verb, c.resource, sa, got, c.want)
 			}
 		}
 	})
