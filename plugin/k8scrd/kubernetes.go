@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -28,6 +29,8 @@ type kubernetes struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	events *eventer // Events on objects: refused claims, invalid endpoints
 
 	errMu   sync.Mutex
 	lastErr map[string]string // namespace -> last list/watch error logged
@@ -86,6 +89,20 @@ func (k *kubernetes) start() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
+	// Events: the one write. Started before the informers, so that the
+	// first listing's refusals are reported.
+	cs, err := clientset.NewForConfig(rc)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("kubernetes: %w", err)
+	}
+	k.events = newEventer(cs.CoreV1())
+	k.b.report = func(o *object, reason, message string) { k.events.report(dnsEndpointRef(o), reason, message) }
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		k.events.run(ctx)
+	}()
 
 	namespaces := k.cfg.namespaces
 	if len(namespaces) == 0 {
@@ -176,7 +193,7 @@ func (k *kubernetes) transform(obj any) (any, error) {
 		}
 	}
 	o, bad := newObject(objectMeta{
-		key: ep.Namespace + "/" + ep.Name, namespace: ep.Namespace, name: ep.Name,
+		key: ep.Namespace + "/" + ep.Name, namespace: ep.Namespace, name: ep.Name, uid: string(ep.UID),
 		created: ep.CreationTimestamp.Time, changed: t, labels: ep.Labels,
 	}, ep.Spec.Endpoints, k.cfg.zones, k.cfg.ttl)
 	return &cached{
@@ -206,6 +223,7 @@ func (k *kubernetes) add(obj any) {
 		invalidEndpoints.WithLabelValues(b.reason).Inc()
 		if b.reason != reasonZone {
 			log.Warningf("DNSEndpoint %s (resourceVersion %s): %s; skipped", c.obj.key, c.ResourceVersion, b.msg)
+			k.events.report(dnsEndpointRef(c.obj), "InvalidEndpoint", b.msg+"; skipped, the object's other endpoints are served")
 		}
 	}
 	k.b.upsert(c.obj)
@@ -260,4 +278,9 @@ func (k *kubernetes) watchError(ns string) cache.WatchErrorHandler {
 			log.Warning(msg)
 		}
 	}
+}
+
+// dnsEndpointRef names a DNSEndpoint for its Events.
+func dnsEndpointRef(o *object) eventRef {
+	return eventRef{apiVersion: v1alpha1.GroupVersion.String(), kind: "DNSEndpoint", namespace: o.namespace, name: o.name, uid: o.uid}
 }

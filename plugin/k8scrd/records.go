@@ -53,6 +53,7 @@ type object struct {
 	key       string // unique per source: "ns/name" for the API, "file:PATH#ns/name" for directory
 	namespace string
 	name      string
+	uid       string    // the API object's, for Events; "" from the directory
 	created   time.Time // creationTimestamp: the tenancy order
 	changed   time.Time // when the object last changed, for the propagation delay metric
 	verbatim  bool
@@ -94,16 +95,16 @@ type invalid struct {
 
 // objectMeta is what newObject needs to know about an object besides its endpoints.
 type objectMeta struct {
-	key, namespace, name string
-	created, changed     time.Time
-	labels               map[string]string
+	key, namespace, name, uid string
+	created, changed          time.Time
+	labels                    map[string]string
 }
 
 // newObject validates and converts the endpoints of one object. Endpoints that
 // cannot be served are returned in bad and left out; the rest is served.
 func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTTL uint32) (o *object, bad []invalid) {
 	o = &object{
-		key: m.key, namespace: m.namespace, name: m.name,
+		key: m.key, namespace: m.namespace, name: m.name, uid: m.uid,
 		created: m.created, changed: m.changed,
 	}
 	if m.labels != nil {
