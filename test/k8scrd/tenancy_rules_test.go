@@ -182,3 +182,15 @@ func TestRefusalsReportedOnTheObject(t *testing.T) {
 		t.Errorf("the same refusal was reported again:\nbefore:\n%s\nafter:\n%s", claim, s)
 	}
 }
+
+// stillA asserts that name A keeps answering want for d.
+func stillA(t testing.TB, addr, name, want string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if got := answerA(addr, name); got != want {
+			t.Fatalf("%s A = %s, want it to stay %s", name, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
