@@ -50,6 +50,7 @@ func TestHostileNamespaceCannotRedirect(t *testing.T) {
 	for name, want := range map[string]string{
 		"localtargets-app." + zone: "192.0.2.1", // assembled by localtargets from app's own targets
 		"api.sub." + zone:          "192.0.2.2", // no referral to the attacker
+		"x.sub." + zone:            "NXDOMAIN",  // nor below apps' names
 		"apq." + zone:              "NXDOMAIN",  // a typo is not caught by the wildcard
 	} {
 		if got := answerA(srv.Addr, name); got != want {
