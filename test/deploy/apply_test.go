@@ -35,10 +35,10 @@ func TestKustomizationsApplyServerSide(t *testing.T) {
 		dir  string
 		want []string // objects that must be in the rendering
 	}{
-		{"deploy/gslb", []string{"Namespace//fleetdns", "ServiceAccount/fleetdns/fleetdns-gslb", "ClusterRole//fleetdns:gslb",
-			"ClusterRoleBinding//fleetdns:gslb", "ConfigMap/fleetdns/fleetdns-gslb", "Service/fleetdns/fleetdns-gslb", "Deployment/fleetdns/fleetdns-gslb"}},
+		{"deploy/gslb", []string{"Namespace//fleetdns", "ServiceAccount/fleetdns/fleetdns-gslb", "Role/fleetdns/fleetdns:gslb",
+			"RoleBinding/fleetdns/fleetdns:gslb", "ConfigMap/fleetdns/fleetdns-gslb", "Service/fleetdns/fleetdns-gslb", "Deployment/fleetdns/fleetdns-gslb"}},
 		{"deploy/sidecar", []string{"Namespace//sidecar-example", "ConfigMap/sidecar-example/fleetdns-sidecar", "Deployment/sidecar-example/app"}},
-		{"deploy/multicluster/parent", []string{"DNSEndpoint/fleetdns/gslb-delegation"}},
+		{"deploy/multicluster/parent", []string{"Namespace//fleetdns", "DNSEndpoint/fleetdns/gslb-delegation"}},
 		{"deploy/multicluster/overlays/eu", []string{"DNSEndpoint/fleetdns/gslb-zone-apex", "DNSEndpoint/fleetdns/app", "Deployment/fleetdns/fleetdns-gslb"}},
 		{"deploy/multicluster/overlays/us", []string{"DNSEndpoint/fleetdns/gslb-zone-apex", "DNSEndpoint/fleetdns/app", "Deployment/fleetdns/fleetdns-gslb"}},
 	} {

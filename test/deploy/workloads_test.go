@@ -175,9 +175,9 @@ func TestGSLBWorkloadHardened(t *testing.T) {
 		Rules []struct {
 			APIGroups, Resources, Verbs []string
 		}
-	}](t, objs, "ClusterRole", "fleetdns:gslb")
-	if got := fmt.Sprint(cr.Rules); got != "[{[externaldns.k8s.io] [dnsendpoints] [get list watch]}]" {
-		t.Errorf("ClusterRole fleetdns:gslb rules %s; want read-only dnsendpoints", got)
+	}](t, objs, "Role", "fleetdns:gslb")
+	if got := fmt.Sprint(cr.Rules); got != "[{[externaldns.k8s.io] [dnsendpoints] [get list watch]} {[] [events] [create]}]" {
+		t.Errorf("Role fleetdns:gslb rules %s; want read-only dnsendpoints and create on events", got)
 	}
 }
 
