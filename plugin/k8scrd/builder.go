@@ -274,8 +274,13 @@ func (b *builder) rebuild(e *edit, name string) (again []string) {
 	zone := plugin.Zones(b.cfg.zones).Matches(name)
 	old := e.s.get(name)
 	n, owner := b.merge(name, zone)
-	if b.cfg.strictish() {
+	switch {
+	case b.cfg.strictish():
 		again = b.setOwner(name, zone, owner)
+	case !strings.HasPrefix(name, b.prefix):
+		// Shared tenancy: whether a literal localtargets- record is served
+		// depends on who publishes its host.
+		again = []string{b.prefix + name}
 	}
 
 	var below int32
