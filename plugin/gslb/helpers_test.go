@@ -116,13 +116,14 @@ func (p *fakePeer) serve(w dns.ResponseWriter, r *dns.Msg) {
 		w.WriteMsg(m)
 		return
 	}
+	hdr := dns.RR_Header{Name: q.Name, Rrtype: q.Qtype, Class: dns.ClassINET, Ttl: ttl}
 	for _, a := range addrs {
 		ip := net.ParseIP(a)
 		switch {
 		case q.Qtype == dns.TypeA && ip.To4() != nil:
-			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip})
+			m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: ip})
 		case q.Qtype == dns.TypeAAAA && ip.To4() == nil:
-			m.Answer = append(m.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip})
+			m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: ip})
 		}
 	}
 	w.WriteMsg(m)

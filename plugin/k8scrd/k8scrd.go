@@ -4,7 +4,6 @@ package k8scrd
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -21,8 +20,8 @@ type K8sCRD struct {
 	Zones []string
 	Fall  fall.F
 
-	notifier *notifier // NOTIFY to secondaries, when transfer is in the block
-	subs     subscribers
+	notifier *notifier      // NOTIFY to secondaries, when transfer is in the block
+	subs     store.Notifier // the store's subscribers, told of every snapshot
 
 	cfg     *config
 	snap    atomic.Pointer[snapshot]
@@ -116,42 +115,4 @@ func (r reader) NegativeSOA(name string) *dns.SOA {
 	return z.negSOA[0].(*dns.SOA)
 }
 
-func (r reader) Subscribe() (<-chan struct{}, func()) { return r.k.subs.add() }
-
-// subscribers are the consumers told of every published snapshot. Their
-// number is the number of plugins that read the store, not tenant input.
-type subscribers struct {
-	mu   sync.Mutex
-	next int
-	chs  map[int]chan struct{}
-}
-
-func (s *subscribers) add() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	if s.chs == nil {
-		s.chs = map[int]chan struct{}{}
-	}
-	id := s.next
-	s.next++
-	s.chs[id] = ch
-	s.mu.Unlock()
-	return ch, func() {
-		s.mu.Lock()
-		delete(s.chs, id)
-		s.mu.Unlock()
-	}
-}
-
-// publish signals every subscriber without blocking: a busy one keeps one
-// pending signal for all it missed.
-func (s *subscribers) publish() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, ch := range s.chs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
+func (r reader) Subscribe() (<-chan struct{}, func()) { return r.k.subs.Subscribe() }

@@ -233,8 +233,8 @@ func (k *K8sCRD) start() error {
 		k.builder.changed = k.notifier.changed
 		go k.notifier.run(k.stop)
 	}
-	k.builder.published = k.subs.publish
-	changed, cancel := k.subs.add()
+	k.builder.published = k.subs.Publish
+	changed, cancel := k.subs.Subscribe()
 	defer cancel()
 	go k.builder.run(k.stop)
 	if err := k.source.start(); err != nil {

@@ -247,24 +247,23 @@ func TestBackgroundChecksDriveAnswers(t *testing.T) {
 	lt.health.start()
 	defer lt.health.stop()
 
+	answers := func(tc test.Case) func() error {
+		return func() error {
+			rec := dnstest.NewRecorder(&test.ResponseWriter{})
+			lt.ServeDNS(context.Background(), rec, tc.Msg())
+			return test.SortAndCheck(rec.Msg, tc)
+		}
+	}
 	one := test.Case{Qname: "localtargets-app.example.org.", Qtype: dns.TypeA,
 		Answer: []dns.RR{test.A("localtargets-app.example.org. 5 IN A 127.0.0.1")}}
-	testkit.Eventually(t, 5*time.Second, "the listening target alone", func() error {
-		rec := dnstest.NewRecorder(&test.ResponseWriter{})
-		lt.ServeDNS(context.Background(), rec, one.Msg())
-		return test.SortAndCheck(rec.Msg, one)
-	})
+	testkit.Eventually(t, 5*time.Second, "the listening target alone", answers(one))
 	if !lt.Ready() {
 		t.Error("not ready after every target was checked")
 	}
 
 	l.Close()
 	none := nodata("localtargets-app.example.org.", dns.TypeA)
-	testkit.Eventually(t, 5*time.Second, "NODATA once every target fails", func() error {
-		rec := dnstest.NewRecorder(&test.ResponseWriter{})
-		lt.ServeDNS(context.Background(), rec, none.Msg())
-		return test.SortAndCheck(rec.Msg, none)
-	})
+	testkit.Eventually(t, 5*time.Second, "NODATA once every target fails", answers(none))
 	h, _ := s.Host("app.example.org.")
 	if a, _ := lt.Healthy(h); len(a) != 0 {
 		t.Errorf("Healthy = %v with every target failing", a)

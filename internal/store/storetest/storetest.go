@@ -20,8 +20,7 @@ type Store struct {
 	synced bool
 	hosts  map[string]*store.Host
 	soas   map[string]*dns.SOA // zone -> negative SOA
-	subs   map[int]chan struct{}
-	nextID int
+	subs   store.Notifier
 	walks  atomic.Int64
 }
 
@@ -29,7 +28,7 @@ var _ store.Store = (*Store)(nil)
 
 // New returns a synced store holding hosts.
 func New(hosts ...*store.Host) *Store {
-	s := &Store{synced: true, hosts: map[string]*store.Host{}, soas: map[string]*dns.SOA{}, subs: map[int]chan struct{}{}}
+	s := &Store{synced: true, hosts: map[string]*store.Host{}, soas: map[string]*dns.SOA{}}
 	for _, h := range hosts {
 		s.hosts[h.Name] = h
 	}
@@ -151,30 +150,9 @@ func (s *Store) NegativeSOA(name string) *dns.SOA {
 }
 
 // Subscribe implements store.Store.
-func (s *Store) Subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	id := s.nextID
-	s.nextID++
-	s.subs[id] = ch
-	s.mu.Unlock()
-	return ch, func() {
-		s.mu.Lock()
-		delete(s.subs, id)
-		s.mu.Unlock()
-	}
-}
+func (s *Store) Subscribe() (<-chan struct{}, func()) { return s.subs.Subscribe() }
 
-func (s *Store) notify() {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for _, ch := range s.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
+func (s *Store) notify() { s.subs.Publish() }
 
 // Host builds a store.Host declaring an address endpoint at name (lower-case,
 // fully qualified) with addrs as targets: those with a ':' are AAAA targets.
