@@ -15,7 +15,6 @@ import (
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -286,19 +285,6 @@ func rulesString(rules []rbacv1.PolicyRule) string {
 		b.WriteString(r.String() + "\n")
 	}
 	return b.String()
-}
-
-func applyClusterRole(t *testing.T, k *harness.Kube, cr rbacv1.ClusterRole) {
-	t.Helper()
-	cr.APIVersion, cr.Kind = "rbac.authorization.k8s.io/v1", "ClusterRole"
-	cr.ObjectMeta = metav1.ObjectMeta{Name: cr.Name, Labels: cr.Labels}
-	j, err := json.Marshal(cr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := k.KubectlStdin(string(j), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
-		t.Fatalf("apply ClusterRole: %v\n%s", err, out)
-	}
 }
 
 func applyKubeDNSConfigMap(t *testing.T, k *harness.Kube, stubDomains string) {
