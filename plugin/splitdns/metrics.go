@@ -41,6 +41,34 @@ var (
 		Help:      "Counter of queries answered with the answer of an identical query already in flight, per route.",
 	}, []string{"server", "route"})
 
+	rejectCount = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "splitdns",
+		Name:      "max_concurrent_rejects_total",
+		Help:      "Counter of queries REFUSED because max_concurrent queries were in flight, per route.",
+	}, []string{"server", "route"})
+
+	failoverCount = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "splitdns",
+		Name:      "failovers_total",
+		Help:      "Counter of upstream answers with a failover rcode after which the route's next upstream was asked, per route.",
+	}, []string{"server", "route"})
+
+	nextCount = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "splitdns",
+		Name:      "next_total",
+		Help:      "Counter of answers with a next rcode after which the next-longest route was asked, per route.",
+	}, []string{"server", "route"})
+
+	allDownCount = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "splitdns",
+		Name:      "all_upstreams_down_total",
+		Help:      "Counter of queries that found every upstream of the route held down, per route.",
+	}, []string{"server", "route"})
+
 	loopCount = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "splitdns",
@@ -85,6 +113,10 @@ type routeMetrics struct {
 	rcodes    [dns.RcodeRefused + 1]prometheus.Counter // NOERROR ... REFUSED
 	tcpRetry  prometheus.Counter
 	coalesced prometheus.Counter
+	rejected  prometheus.Counter
+	failover  prometheus.Counter
+	next      prometheus.Counter
+	allDown   prometheus.Counter
 }
 
 // routeCounters caches the routeMetrics of the server a route was last used from.
@@ -99,6 +131,10 @@ func (c *routeCounters) get(server, zone string) *routeMetrics {
 		requests:  requestCount.WithLabelValues(server, zone),
 		tcpRetry:  tcpRetryCount.WithLabelValues(server, zone),
 		coalesced: coalescedCount.WithLabelValues(server, zone),
+		rejected:  rejectCount.WithLabelValues(server, zone),
+		failover:  failoverCount.WithLabelValues(server, zone),
+		next:      nextCount.WithLabelValues(server, zone),
+		allDown:   allDownCount.WithLabelValues(server, zone),
 	}
 	for rc := range m.rcodes {
 		m.rcodes[rc] = responseCount.WithLabelValues(server, zone, rcode.ToString(rc))

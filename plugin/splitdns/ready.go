@@ -42,7 +42,7 @@ func (s *SplitDNS) required(t *table) []*route {
 
 func (s *SplitDNS) routeUp(rt *route) bool {
 	for _, u := range rt.upstreams {
-		if u.answered.Load() && !u.proxy.Down(s.maxfails) {
+		if u.answered.Load() && !u.down() {
 			return true
 		}
 	}
@@ -69,7 +69,7 @@ func (s *SplitDNS) watchHealth() {
 		}
 		for _, u := range s.pool.all() {
 			v := 1.0
-			if u.proxy.Down(s.maxfails) {
+			if u.down() {
 				v = 0
 			}
 			upstreamHealthy.WithLabelValues(u.addr).Set(v)

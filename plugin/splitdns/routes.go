@@ -3,6 +3,7 @@ package splitdns
 import (
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 )
@@ -15,6 +16,30 @@ type route struct {
 	upstreams []*upstream
 	policy    Policy
 	counters  routeCounters
+
+	failover  []int    // answers with these rcodes: ask the route's next upstream
+	next      []int    // answers with these rcodes: ask the next-longest route
+	except    []string // names in the zone left to the next-longest route
+	failfast  bool     // every upstream held down: SERVFAIL at once
+	forceTCP  bool
+	preferUDP bool
+
+	maxConcurrent int64        // the route's own limit on queries in flight; 0: none
+	concurrent    atomic.Int64 // its queries in flight
+}
+
+// excepts reports whether name is one the route leaves to the next-longest
+// route. As forward's except: the zone itself is never excepted.
+func (r *route) excepts(name string) bool {
+	if len(r.except) == 0 || name == r.zone {
+		return false
+	}
+	for _, e := range r.except {
+		if dns.IsSubDomain(e, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // table is the routing table. It is immutable once built: an update builds a
@@ -67,6 +92,29 @@ func (t *table) lookup(name string) *route {
 	}
 }
 
+// route returns the route for name: the longest matching zone whose route
+// does not except name.
+func (t *table) route(name string) *route {
+	r := t.lookup(name)
+	for r != nil && len(r.except) > 0 && r.excepts(name) {
+		r = t.parent(r)
+	}
+	return r
+}
+
+// parent returns the route that takes r's names when r hands them on: the
+// next-longest matching zone, finally the default route (nil after it).
+func (t *table) parent(r *route) *route {
+	if r.zone == "." {
+		return nil
+	}
+	off, end := dns.NextLabel(r.zone, 0)
+	if end {
+		return t.def
+	}
+	return t.lookup(r.zone[off:])
+}
+
 // routes returns every route of the table, the default (if any) last.
 func (t *table) routes() []*route {
 	rs := make([]*route, 0, len(t.zones)+1)
@@ -87,21 +135,27 @@ func (t *table) routes() []*route {
 func (s *SplitDNS) build(kd kubeDNS) (*table, []error) {
 	t := newTable()
 	var errs []error
-	add := func(zone, source string, addrs []string) bool {
+	add := func(zone, source string, addrs []string, o routeOptions) bool {
 		ups := make([]*upstream, 0, len(addrs))
 		for _, a := range addrs {
 			if err := s.cfg.listener.self(a); err != nil {
 				errs = append(errs, fmt.Errorf("%s %s: %w", source, zone, err))
 				continue
 			}
-			ups = append(ups, s.pool.get(a))
+			ups = append(ups, s.pool.get(a, o))
 		}
 		if len(ups) == 0 {
 			return false
 		}
-		t.add(&route{zone: zone, source: source, upstreams: ups, policy: newPolicy(s.cfg.policy)})
+		t.add(&route{
+			zone: zone, source: source, upstreams: ups, policy: newPolicy(o.policy),
+			failover: o.failover, next: o.next, except: o.except, failfast: o.failfast,
+			forceTCP: o.forceTCP, preferUDP: o.preferUDP, maxConcurrent: o.maxConcurrent,
+		})
 		return true
 	}
+	// stubDomains and the default route take the block's options.
+	def := s.cfg.opts
 
 	zones := make([]string, 0, len(kd.stubDomains))
 	for z := range kd.stubDomains {
@@ -109,14 +163,14 @@ func (s *SplitDNS) build(kd kubeDNS) (*table, []error) {
 	}
 	sort.Strings(zones)
 	for _, z := range zones {
-		add(z, "stubDomains", kd.stubDomains[z])
+		add(z, "stubDomains", kd.stubDomains[z], def)
 	}
 	for _, r := range s.cfg.routes {
-		add(r.zone, "route", r.addrs)
+		add(r.zone, "route", r.addrs, r.opts)
 	}
-	_ = (len(s.cfg.def) > 0 && add(".", "default", s.cfg.def)) ||
-		(len(kd.upstreamNameservers) > 0 && add(".", "upstreamNameservers", kd.upstreamNameservers)) ||
-		(len(s.cfg.resolv) > 0 && add(".", "resolv", s.cfg.resolv))
+	_ = (len(s.cfg.def) > 0 && add(".", "default", s.cfg.def, def)) ||
+		(len(kd.upstreamNameservers) > 0 && add(".", "upstreamNameservers", kd.upstreamNameservers, def)) ||
+		(len(s.cfg.resolv) > 0 && add(".", "resolv", s.cfg.resolv, def))
 	return t, errs
 }
 

@@ -24,6 +24,7 @@ const (
 	defaultHealthCheck = 500 * time.Millisecond // as forward
 	defaultTimeout     = 2 * time.Second        // forward's read timeout
 	defaultMaxFails    = 2                      // as forward
+	defaultExpire      = 10 * time.Second       // as forward: idle connections to upstreams are closed after this
 	// stopGrace is how long an upstream that left the table keeps its
 	// connections, so that queries still using it finish.
 	stopGrace = 10 * time.Second
@@ -32,17 +33,18 @@ const (
 // config is what the Corefile says.
 type config struct {
 	routes        []zoneRoute
-	def           []string // default UPSTREAM...
-	resolv        []string // the nameservers of resolv PATH
-	kubedns       string   // kubedns DIR
-	policy        string
-	readyRequires []string // nil: the default route; "all"; or zones ("." for the default route)
+	def           []string     // default UPSTREAM...
+	resolv        []string     // the nameservers of resolv PATH
+	kubedns       string       // kubedns DIR
+	opts          routeOptions // the block's forward options: every route's defaults
+	readyRequires []string     // nil: the default route; "all"; or zones ("." for the default route)
 	listener      listener
 }
 
 type zoneRoute struct {
 	zone  string
 	addrs []string
+	opts  routeOptions // the route's own sub-block; the block's fill the rest after parsing
 }
 
 func setup(c *caddy.Controller) error {
@@ -70,8 +72,8 @@ func setup(c *caddy.Controller) error {
 
 // New returns a SplitDNS with the defaults and an empty table.
 func New() *SplitDNS {
-	s := &SplitDNS{pool: newPool(), maxfails: defaultMaxFails, stop: make(chan struct{})}
-	s.cfg.policy = "random"
+	s := &SplitDNS{pool: newPool(), stop: make(chan struct{})}
+	s.cfg.opts = defaultRouteOptions()
 	s.table.Store(newTable())
 	return s
 }
@@ -106,7 +108,6 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 	s.cfg.listener = listener{hosts: cfg.ListenHosts, port: cfg.Port, local: localAddrs()}
 
 	var tlsArgs []string
-	tlsServerName := ""
 	seen := false
 	for c.Next() {
 		if seen {
@@ -132,6 +133,10 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				if err != nil {
 					return nil, kd, err
 				}
+				opts, err := parseRouteBlock(c)
+				if err != nil {
+					return nil, kd, err
+				}
 				for _, zone := range zones {
 					if zone == "." {
 						return nil, kd, c.Errf("route: the root zone is the default route; use 'default' or 'resolv'")
@@ -139,7 +144,10 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 					if slices.ContainsFunc(s.cfg.routes, func(r zoneRoute) bool { return r.zone == zone }) {
 						return nil, kd, c.Errf("route: zone %s is routed twice", zone)
 					}
-					s.cfg.routes = append(s.cfg.routes, zoneRoute{zone: zone, addrs: addrs})
+					if err := checkExcepts(c, zone, opts); err != nil {
+						return nil, kd, err
+					}
+					s.cfg.routes = append(s.cfg.routes, zoneRoute{zone: zone, addrs: addrs, opts: opts})
 				}
 			case "default":
 				args := corefile.Args(c)
@@ -193,20 +201,6 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 					return nil, kd, c.Errf("kubedns: %v", err)
 				}
 				s.cfg.kubedns = dir
-			case "policy":
-				if !corefile.NextArg(c) {
-					return nil, kd, c.ArgErr()
-				}
-				if newPolicy(c.Val()) == nil {
-					return nil, kd, c.Errf("policy: unknown policy '%s' (sequential, random or round_robin)", c.Val())
-				}
-				s.cfg.policy = c.Val()
-			case "health_check":
-				d, err := corefile.Duration(c, time.Nanosecond)
-				if err != nil {
-					return nil, kd, err
-				}
-				s.pool.interval = d
 			case "timeout":
 				d, err := corefile.Duration(c, time.Nanosecond)
 				if err != nil {
@@ -223,11 +217,6 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 						tlsArgs[i] = filepath.Join(cfg.Root, tlsArgs[i])
 					}
 				}
-			case "tls_servername":
-				if !corefile.NextArg(c) {
-					return nil, kd, c.ArgErr()
-				}
-				tlsServerName = c.Val()
 			case "ready_requires":
 				args := corefile.Args(c)
 				if len(args) == 0 {
@@ -251,10 +240,24 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 					}
 				}
 			default:
-				return nil, kd, c.Errf("unknown property '%s'", c.Val())
+				ok, err := parseRouteOption(c, &s.cfg.opts, false)
+				if err != nil {
+					return nil, kd, err
+				}
+				if !ok {
+					return nil, kd, c.Errf("unknown property '%s'", c.Val())
+				}
 			}
 		}
 	}
+	// The block's max_concurrent is one limit for every query the block
+	// forwards, as forward's is for its block.
+	s.maxConcurrent = s.cfg.opts.maxConcurrent
+	for i := range s.cfg.routes {
+		s.cfg.routes[i].opts = s.cfg.routes[i].opts.inherit(s.cfg.opts)
+	}
+	s.cfg.opts = routeOptions{set: map[string]bool{}}.inherit(s.cfg.opts)
+	s.pool.interval = s.cfg.opts.healthCheck
 
 	if s.cfg.kubedns == "" {
 		// Without kube-dns files the routes are all known now: a zone that
@@ -275,10 +278,34 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 			return nil, kd, fmt.Errorf("tls: %w", err)
 		}
 	}
-	tlsConfig.ServerName = tlsServerName
 	tlsConfig.ClientSessionCache = tls.NewLRUClientSessionCache(0)
 	s.pool.tls = tlsConfig
 	return s, kd, nil
+}
+
+// parseRouteBlock parses the optional `{ ... }` after a route's upstreams:
+// forward's words, each overriding the block's for this route.
+func parseRouteBlock(c *caddy.Controller) (routeOptions, error) {
+	o := routeOptions{set: map[string]bool{}}
+	if !c.NextArg() {
+		return o, nil
+	}
+	if c.Val() != "{" {
+		return o, c.ArgErr()
+	}
+	for c.Next() {
+		if c.Val() == "}" {
+			return o, nil
+		}
+		ok, err := parseRouteOption(c, &o, true)
+		if err != nil {
+			return o, err
+		}
+		if !ok {
+			return o, c.Errf("route: unknown property '%s'", c.Val())
+		}
+	}
+	return o, c.EOFErr()
 }
 
 // upstreams normalizes UPSTREAM arguments (ip, ip:port, dns://, tls://) and

@@ -6,6 +6,8 @@ package splitdns
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -29,8 +31,12 @@ type SplitDNS struct {
 	flights singleflight.Group // identical queries in flight, see loop.go
 	cfg     config
 
-	maxfails uint32
-	stop     chan struct{}
+	// maxConcurrent is the block's max_concurrent: one limit on the queries
+	// in flight through every route together; 0 is none.
+	maxConcurrent int64
+	concurrent    atomic.Int64
+
+	stop chan struct{}
 }
 
 // Name implements plugin.Handler.
@@ -39,7 +45,8 @@ func (s *SplitDNS) Name() string { return "splitdns" }
 // ServeDNS implements plugin.Handler.
 func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
-	rt := s.table.Load().lookup(state.Name())
+	t := s.table.Load()
+	rt := t.route(state.Name())
 	if rt == nil {
 		return plugin.NextOrFailure(s.Name(), s.Next, ctx, w, r)
 	}
@@ -47,13 +54,29 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	server := metrics.WithServer(ctx)
 	rm := rt.counters.get(server, rt.zone)
 	rm.requests.Inc()
+	// max_concurrent, as forward: a query beyond the limit is REFUSED at
+	// once; it counts against the block's limit and its route's.
+	if s.maxConcurrent > 0 {
+		n := s.concurrent.Add(1)
+		defer s.concurrent.Add(-1)
+		if n > s.maxConcurrent {
+			return s.refuse(rm, server, rt, s.maxConcurrent)
+		}
+	}
+	if rt.maxConcurrent > 0 {
+		n := rt.concurrent.Add(1)
+		defer rt.concurrent.Add(-1)
+		if n > rt.maxConcurrent {
+			return s.refuse(rm, server, rt, rt.maxConcurrent)
+		}
+	}
 	if looped(r) {
 		loopCount.WithLabelValues(server).Inc()
 		rm.response(server, rt.zone, dns.RcodeServerFailure)
 		return dns.RcodeServerFailure, errLoop
 	}
 
-	led, ret, err := s.fly(ctx, state, rt, rm)
+	led, ret, err := s.fly(ctx, state, t, rt, server)
 	if !led {
 		rm.coalesced.Inc()
 	}
@@ -69,10 +92,18 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	return 0, nil
 }
 
+// refuse answers a query beyond a max_concurrent limit: REFUSED, written by
+// the server as forward's is.
+func (s *SplitDNS) refuse(rm *routeMetrics, server string, rt *route, limit int64) (int, error) {
+	rm.rejected.Inc()
+	rm.response(server, rt.zone, dns.RcodeRefused)
+	return dns.RcodeRefused, fmt.Errorf("%w %d", errLimitExceeded, limit)
+}
+
 // fly forwards the query, or waits for the answer of an identical query in
 // flight (see loop.go); led says which. The answer is the caller's own to
 // change.
-func (s *SplitDNS) fly(ctx context.Context, state request.Request, rt *route, rm *routeMetrics) (led bool, ret *dns.Msg, err error) {
+func (s *SplitDNS) fly(ctx context.Context, state request.Request, t *table, rt *route, server string) (led bool, ret *dns.Msg, err error) {
 	var panicked any
 	v, err, shared := s.flights.Do(newFlightKey(state), func() (_ any, err error) {
 		led = true
@@ -83,7 +114,7 @@ func (s *SplitDNS) fly(ctx context.Context, state request.Request, rt *route, rm
 				panicked, err = p, errNoUpstream
 			}
 		}()
-		return s.lead(ctx, state, rt, rm)
+		return s.lead(ctx, state, t, rt, server)
 	})
 	if panicked != nil {
 		panic(panicked)
@@ -103,8 +134,30 @@ func (s *SplitDNS) fly(ctx context.Context, state request.Request, rt *route, rm
 	return led, ret, nil
 }
 
-// lead forwards the query for itself and for identical queries waiting on it.
-func (s *SplitDNS) lead(ctx context.Context, state request.Request, rt *route, rm *routeMetrics) (*dns.Msg, error) {
+// lead forwards the query for itself and for identical queries waiting on
+// it: to rt, and while the answer's rcode is one of the route's `next`
+// rcodes, to the next-longest matching route, finally the default route.
+func (s *SplitDNS) lead(ctx context.Context, state request.Request, t *table, rt *route, server string) (*dns.Msg, error) {
+	for {
+		rm := rt.counters.get(server, rt.zone)
+		ret, err := s.ask(ctx, state, rt, rm)
+		if err != nil {
+			return nil, err
+		}
+		if len(rt.next) == 0 || !slices.Contains(rt.next, ret.Rcode) {
+			return ret, nil
+		}
+		parent := t.parent(rt)
+		if parent == nil {
+			return ret, nil
+		}
+		rm.next.Inc()
+		rt = parent
+	}
+}
+
+// ask forwards the query to one route, marked against loops.
+func (s *SplitDNS) ask(ctx context.Context, state request.Request, rt *route, rm *routeMetrics) (*dns.Msg, error) {
 	r := state.Req
 	state.Size() // before mark, so the client's own buffer size is remembered
 	var m marked
@@ -132,45 +185,69 @@ func (s *SplitDNS) lead(ctx context.Context, state request.Request, rt *route, r
 }
 
 // forward sends the query to the route's upstreams in policy order, skipping
-// those that health checks hold down; when all are down it tries the first
-// one anyway, as forward does, in case health checking itself is broken.
+// those that health checks hold down. An answer whose rcode is one of the
+// route's failover rcodes makes the next upstream be asked, as in forward,
+// and the last such answer is the one returned when no upstream does
+// better. When every upstream is held down, it tries one anyway, as forward
+// does, in case health checking itself is broken; with
+// failfast_all_unhealthy_upstreams it answers SERVFAIL at once instead.
 func (s *SplitDNS) forward(ctx context.Context, state request.Request, rt *route, rm *routeMetrics) (*dns.Msg, error) {
 	list := rt.policy.List(rt.upstreams)
+	opts := proxy.Options{ForceTCP: rt.forceTCP, PreferUDP: rt.preferUDP}
 	err := errNoUpstream
-	tried := 0
+	var failedOver *dns.Msg
+	tried, failovers := 0, 0
 	for pass := 0; pass < 2 && tried == 0; pass++ {
+		if pass == 1 {
+			rm.allDown.Inc()
+			if rt.failfast {
+				return nil, errNoHealthy
+			}
+		}
 		for _, u := range list {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			if u.proxy.Down(s.maxfails) != (pass == 1) {
+			if u.down() != (pass == 1) {
 				continue
 			}
 			tried++
 			var ret *dns.Msg
-			ret, err = s.exchange(ctx, state, u, rm)
+			ret, err = s.exchange(ctx, state, u, opts, rm)
 			if err == nil {
 				if !u.answered.Load() { // read first: no write to a shared cache line per query
 					u.answered.Store(true)
+				}
+				if len(rt.failover) > 0 && slices.Contains(rt.failover, ret.Rcode) {
+					failovers++
+					if failovers < len(rt.upstreams) {
+						rm.failover.Inc()
+						failedOver = ret
+						continue
+					}
 				}
 				return ret, nil
 			}
 			if errors.Is(err, proxy.ErrInvalidRequest) {
 				return nil, err
 			}
-			u.proxy.Healthcheck()
+			if u.maxFails != 0 { // as forward: max_fails 0 never holds an upstream down
+				u.proxy.Healthcheck()
+			}
 			if pass == 1 {
 				break
 			}
 		}
+	}
+	if failedOver != nil {
+		return failedOver, nil
 	}
 	return nil, err
 }
 
 // exchange asks one upstream over the client's transport; a truncated UDP
 // answer is asked again over TCP, and then cut to fit the client's buffer.
-func (s *SplitDNS) exchange(ctx context.Context, state request.Request, u *upstream, rm *routeMetrics) (*dns.Msg, error) {
-	opts := proxy.Options{}
+func (s *SplitDNS) exchange(ctx context.Context, state request.Request, u *upstream, opts proxy.Options, rm *routeMetrics) (*dns.Msg, error) {
 	for range 3 {
 		ret, _, proto, err := u.proxy.Connect(ctx, state, opts)
 		if errors.Is(err, proxy.ErrCachedClosed) {
@@ -195,4 +272,7 @@ func (s *SplitDNS) exchange(ctx context.Context, state request.Request, u *upstr
 var (
 	errLoop       = errors.New("query looped back to this server (splitdns marker seen)")
 	errNoUpstream = errors.New("no upstream answered")
+	errNoHealthy  = errors.New("every upstream of the route is held down (failfast_all_unhealthy_upstreams)")
+	// errLimitExceeded is forward's ErrLimitExceeded.
+	errLimitExceeded = errors.New("concurrent queries exceeded maximum")
 )

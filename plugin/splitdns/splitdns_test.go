@@ -295,7 +295,7 @@ func TestDeadFirstUpstreamSkipped(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !s.table.Load().def.upstreams[0].proxy.Down(s.maxfails) {
+	if !s.table.Load().def.upstreams[0].down() {
 		t.Errorf("dead upstream not held down by health checks")
 	}
 }
@@ -393,7 +393,7 @@ func TestSilentUpstreamCostsOnlyTheTimeout(t *testing.T) {
 		t.Errorf("first query: the silent upstream, first in sequence, was not asked")
 	}
 	// Health checks hold it down; then queries go straight to the live one.
-	testkit.Eventually(t, 3*time.Second, "the silent upstream held down", func() bool { return s.table.Load().def.upstreams[0].proxy.Down(s.maxfails) })
+	testkit.Eventually(t, 3*time.Second, "the silent upstream held down", func() bool { return s.table.Load().def.upstreams[0].down() })
 	start = time.Now()
 	before := asked.Load()
 	if m := query(t, s, "example.com.", dns.TypeA, false); m.Rcode != dns.RcodeSuccess || !testkit.Race && time.Since(start) > 250*time.Millisecond { // well under the 300ms timeout
