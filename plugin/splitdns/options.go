@@ -231,12 +231,12 @@ func exactly(c *caddy.Controller, n int) ([]string, error) {
 	return args, nil
 }
 
-// checkExcepts refuses except names outside the route's zone: they could
+// checkExcepts refuses except names outside the route's zones: they could
 // never match a name that the route takes.
-func checkExcepts(c *caddy.Controller, zone string, o routeOptions) error {
+func checkExcepts(c *caddy.Controller, zones []string, o routeOptions) error {
 	for _, e := range o.except {
-		if !dns.IsSubDomain(zone, e) {
-			return c.Errf("except: %s is not inside the route's zone %s", e, zone)
+		if !slices.ContainsFunc(zones, func(z string) bool { return dns.IsSubDomain(z, e) }) {
+			return c.Errf("except: %s is not inside the route's zone %s", e, strings.Join(zones, " "))
 		}
 	}
 	return nil

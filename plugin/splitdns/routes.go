@@ -147,8 +147,12 @@ func (s *SplitDNS) build(kd kubeDNS) (*table, []error) {
 		if len(ups) == 0 {
 			return false
 		}
+		policy := newPolicy(o.policy)
+		if policy == nil { // options not from a Corefile (tests)
+			policy = &random{}
+		}
 		t.add(&route{
-			zone: zone, source: source, upstreams: ups, policy: newPolicy(o.policy),
+			zone: zone, source: source, upstreams: ups, policy: policy,
 			failover: o.failover, next: o.next, except: o.except, failfast: o.failfast,
 			forceTCP: o.forceTCP, preferUDP: o.preferUDP, maxConcurrent: o.maxConcurrent,
 		})

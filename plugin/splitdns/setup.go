@@ -133,7 +133,7 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 				if err != nil {
 					return nil, kd, err
 				}
-				opts, err := parseRouteBlock(c)
+				opts, err := parseRouteBlock(c, zones)
 				if err != nil {
 					return nil, kd, err
 				}
@@ -143,9 +143,6 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 					}
 					if slices.ContainsFunc(s.cfg.routes, func(r zoneRoute) bool { return r.zone == zone }) {
 						return nil, kd, c.Errf("route: zone %s is routed twice", zone)
-					}
-					if err := checkExcepts(c, zone, opts); err != nil {
-						return nil, kd, err
 					}
 					s.cfg.routes = append(s.cfg.routes, zoneRoute{zone: zone, addrs: addrs, opts: opts})
 				}
@@ -285,7 +282,7 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 
 // parseRouteBlock parses the optional `{ ... }` after a route's upstreams:
 // forward's words, each overriding the block's for this route.
-func parseRouteBlock(c *caddy.Controller) (routeOptions, error) {
+func parseRouteBlock(c *caddy.Controller, zones []string) (routeOptions, error) {
 	o := routeOptions{set: map[string]bool{}}
 	if !c.NextArg() {
 		return o, nil
@@ -297,12 +294,18 @@ func parseRouteBlock(c *caddy.Controller) (routeOptions, error) {
 		if c.Val() == "}" {
 			return o, nil
 		}
+		w := c.Val()
 		ok, err := parseRouteOption(c, &o, true)
 		if err != nil {
 			return o, err
 		}
 		if !ok {
-			return o, c.Errf("route: unknown property '%s'", c.Val())
+			return o, c.Errf("route: unknown property '%s'", w)
+		}
+		if w == "except" {
+			if err := checkExcepts(c, zones, o); err != nil {
+				return o, err
+			}
 		}
 	}
 	return o, c.EOFErr()
