@@ -438,3 +438,35 @@ func TestWholeRouteDownClientWait(t *testing.T) {
 		}
 	}
 }
+
+// TestExpireClosesIdleConnectionsAsForward: a connection idle longer than
+// a route's expire is not used again, so the upstream sees a new one, as
+// with forward's expire.
+func TestExpireClosesIdleConnectionsAsForward(t *testing.T) {
+	fu := startFake(t, dns.RcodeSuccess, "10.7.2.1")
+	su := startFake(t, dns.RcodeSuccess, "10.7.2.1")
+	f := harness.StartCoreDNS(t, fmt.Sprintf(`.:53 {
+    bind %s
+    forward expire.internal %s {
+        force_tcp
+        expire 300ms
+    }
+}`, harness.NewIP(t), fu.addr))
+	s, _ := startSplitDNS(t, fmt.Sprintf(`        route expire.internal %s {
+            force_tcp
+            expire 300ms
+        }`, su.addr))
+	for _, c := range []struct {
+		name string
+		addr string
+		up   *fakeUpstream
+	}{{"forward", f.Addr, fu}, {"splitdns", s.Addr, su}} {
+		answerA(t, c.addr, "a.expire.internal.")
+		answerA(t, c.addr, "b.expire.internal.") // reuses the connection
+		time.Sleep(700 * time.Millisecond)
+		answerA(t, c.addr, "c.expire.internal.") // the idle one has expired
+		if got := c.up.tcpConns(); got != 2 {
+			t.Errorf("%s: %d TCP connections for 3 queries with an idle gap past expire, want 2", c.name, got)
+		}
+	}
+}

@@ -88,4 +88,18 @@ func TestDNSOverTLSUpstream(t *testing.T) {
 	if got := answerA(t, bad.Addr, "secret.vault.acme.internal."); got != "SERVFAIL" {
 		t.Errorf("with a server name the certificate does not carry: %s, want SERVFAIL", got)
 	}
+
+	// A route's own tls_servername wins over the block's, for that route only.
+	perRoute, _ := startSplitDNS(t, fmt.Sprintf(`        route vault.acme.internal tls://%s {
+            tls_servername dns.acme.internal
+        }
+        route other.acme.internal tls://%s
+        tls %s
+        tls_servername other.example`, tlsIP, tlsIP, cert))
+	if got := answerA(t, perRoute.Addr, "secret.vault.acme.internal."); got != "10.0.3.1" {
+		t.Errorf("with the route's tls_servername: %s, want 10.0.3.1", got)
+	}
+	if got := answerA(t, perRoute.Addr, "x.other.acme.internal."); got != "SERVFAIL" {
+		t.Errorf("another route with the block's wrong tls_servername: %s, want SERVFAIL", got)
+	}
 }
