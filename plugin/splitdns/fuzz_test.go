@@ -26,6 +26,7 @@ import (
 // when it parses, builds the routing table from it.
 func FuzzParse(f *testing.F) {
 	f.Add("splitdns {\n route acme.internal 10.0.0.1 10.0.0.2:5353\n default 192.0.2.1\n policy sequential\n timeout 2s\n}")
+	f.Add("splitdns {\n route acme.internal 10.0.0.1 {\n  failover SERVFAIL\n  next NXDOMAIN\n  except x.acme.internal\n  health_check 1s no_rec domain a.b\n  max_concurrent 5\n }\n max_concurrent 1000\n force_tcp\n}")
 	f.Fuzz(func(t *testing.T, input string) {
 		s, kd, err := parseSplitDNS(caddy.NewTestController("dns", input))
 		if err != nil {
