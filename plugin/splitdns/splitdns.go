@@ -76,7 +76,7 @@ func (s *SplitDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 		return dns.RcodeServerFailure, errLoop
 	}
 
-	led, ret, err := s.fly(ctx, state, t, rt, server)
+	led, ret, err := s.fly(ctx, state, t, rt, rm, server)
 	if !led {
 		rm.coalesced.Inc()
 	}
@@ -103,7 +103,7 @@ func (s *SplitDNS) refuse(rm *routeMetrics, server string, rt *route, limit int6
 // fly forwards the query, or waits for the answer of an identical query in
 // flight (see loop.go); led says which. The answer is the caller's own to
 // change.
-func (s *SplitDNS) fly(ctx context.Context, state request.Request, t *table, rt *route, server string) (led bool, ret *dns.Msg, err error) {
+func (s *SplitDNS) fly(ctx context.Context, state request.Request, t *table, rt *route, rm *routeMetrics, server string) (led bool, ret *dns.Msg, err error) {
 	var panicked any
 	v, err, shared := s.flights.Do(newFlightKey(state), func() (_ any, err error) {
 		led = true
@@ -114,7 +114,7 @@ func (s *SplitDNS) fly(ctx context.Context, state request.Request, t *table, rt 
 				panicked, err = p, errNoUpstream
 			}
 		}()
-		return s.lead(ctx, state, t, rt, server)
+		return s.lead(ctx, state, t, rt, rm, server)
 	})
 	if panicked != nil {
 		panic(panicked)
@@ -137,12 +137,32 @@ func (s *SplitDNS) fly(ctx context.Context, state request.Request, t *table, rt 
 // lead forwards the query for itself and for identical queries waiting on
 // it: to rt, and while the answer's rcode is one of the route's `next`
 // rcodes, to the next-longest matching route, finally the default route.
-func (s *SplitDNS) lead(ctx context.Context, state request.Request, t *table, rt *route, server string) (*dns.Msg, error) {
+// One function, not a loop around a helper: every frame on this path is
+// walked again when miekg/dns's small per-query goroutine stack grows.
+func (s *SplitDNS) lead(ctx context.Context, state request.Request, t *table, rt *route, rm *routeMetrics, server string) (*dns.Msg, error) {
+	r := state.Req
+	state.Size() // before mark, so the client's own buffer size is remembered
 	for {
-		rm := rt.counters.get(server, rt.zone)
-		ret, err := s.ask(ctx, state, rt, rm)
+		var m marked
+		if r.IsTsig() == nil { // a marker after the TSIG record would break the signature (RFC 8945 §5.1)
+			m = mark(r)
+		}
+		ret, err := s.forward(ctx, state, rt, rm)
+		m.unmark(r)
+		if err == nil && ret.Rcode == dns.RcodeFormatError && m.addedOPT {
+			// An upstream without EDNS may refuse the OPT record that only the
+			// marker needed: ask again as the client asked (RFC 6891 §7).
+			m = marked{}
+			ret, err = s.forward(ctx, state, rt, rm)
+		}
 		if err != nil {
 			return nil, err
+		}
+		m.unmarkReply(ret)
+		if !state.Match(ret) {
+			formerr := new(dns.Msg)
+			formerr.SetRcode(r, dns.RcodeFormatError)
+			return formerr, nil
 		}
 		if len(rt.next) == 0 || !slices.Contains(rt.next, ret.Rcode) {
 			return ret, nil
@@ -153,35 +173,8 @@ func (s *SplitDNS) lead(ctx context.Context, state request.Request, t *table, rt
 		}
 		rm.next.Inc()
 		rt = parent
+		rm = rt.counters.get(server, rt.zone)
 	}
-}
-
-// ask forwards the query to one route, marked against loops.
-func (s *SplitDNS) ask(ctx context.Context, state request.Request, rt *route, rm *routeMetrics) (*dns.Msg, error) {
-	r := state.Req
-	state.Size() // before mark, so the client's own buffer size is remembered
-	var m marked
-	if r.IsTsig() == nil { // a marker after the TSIG record would break the signature (RFC 8945 §5.1)
-		m = mark(r)
-	}
-	ret, err := s.forward(ctx, state, rt, rm)
-	m.unmark(r)
-	if err == nil && ret.Rcode == dns.RcodeFormatError && m.addedOPT {
-		// An upstream without EDNS may refuse the OPT record that only the
-		// marker needed: ask again as the client asked (RFC 6891 §7).
-		m = marked{}
-		ret, err = s.forward(ctx, state, rt, rm)
-	}
-	if err != nil {
-		return nil, err
-	}
-	m.unmarkReply(ret)
-	if !state.Match(ret) {
-		formerr := new(dns.Msg)
-		formerr.SetRcode(r, dns.RcodeFormatError)
-		return formerr, nil
-	}
-	return ret, nil
 }
 
 // forward sends the query to the route's upstreams in policy order, skipping
