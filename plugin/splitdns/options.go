@@ -9,6 +9,7 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
+	"github.com/fleetdns/fleetdns/internal/corefile"
 
 	"github.com/miekg/dns"
 )
@@ -100,7 +101,7 @@ func parseRouteOption(c *caddy.Controller, o *routeOptions, inRoute bool) (bool,
 		}
 		o.policy = args[0]
 	case "failover", "next":
-		args := c.RemainingArgs()
+		args := corefile.Args(c)
 		if len(args) == 0 {
 			return true, c.ArgErr()
 		}
@@ -129,7 +130,7 @@ func parseRouteOption(c *caddy.Controller, o *routeOptions, inRoute bool) (bool,
 		}
 		o.tlsServerName = args[0]
 	case "health_check":
-		args := c.RemainingArgs()
+		args := corefile.Args(c)
 		if len(args) == 0 {
 			return true, c.ArgErr()
 		}
@@ -201,7 +202,7 @@ func parseRouteOption(c *caddy.Controller, o *routeOptions, inRoute bool) (bool,
 		if !inRoute {
 			return true, c.Errf("except: only inside a route's block (names of its zone that it leaves to the next route)")
 		}
-		args := c.RemainingArgs()
+		args := corefile.Args(c)
 		if len(args) == 0 {
 			return true, c.ArgErr()
 		}
@@ -224,7 +225,7 @@ func parseRouteOption(c *caddy.Controller, o *routeOptions, inRoute bool) (bool,
 
 // exactly returns the n arguments on the line, or an error naming the line.
 func exactly(c *caddy.Controller, n int) ([]string, error) {
-	args := c.RemainingArgs()
+	args := corefile.Args(c)
 	if len(args) != n {
 		return nil, c.ArgErr()
 	}

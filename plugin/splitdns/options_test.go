@@ -75,6 +75,27 @@ func TestRouteOptionsParseAndInherit(t *testing.T) {
 	}
 }
 
+func TestRouteBlockOnOneLineReadsAsMultiLine(t *testing.T) {
+	_, tb := routeOf(t, `splitdns {
+		route a.internal 10.0.0.1 { force_tcp }
+		route b.internal 10.0.0.2 { except x.b.internal y.b.internal }
+		route c.internal 10.0.0.3
+		default 10.0.0.53
+	}`)
+	if a := tb.zones["a.internal."]; !a.forceTCP {
+		t.Errorf("route a.internal { force_tcp }: %+v", a)
+	}
+	if b := tb.zones["b.internal."]; strings.Join(b.except, " ") != "x.b.internal. y.b.internal." {
+		t.Errorf("route b.internal { except ... }: except %v", b.except)
+	}
+	if c := tb.zones["c.internal."]; c == nil || c.forceTCP {
+		t.Errorf("the route after the one-line blocks: %+v", c)
+	}
+	if tb.def == nil {
+		t.Errorf("default after the route blocks is missing")
+	}
+}
+
 func TestRoutesWithOtherProxySettingsDoNotShareAnUpstream(t *testing.T) {
 	_, tb := routeOf(t, `splitdns {
 		route a.internal 10.0.0.1

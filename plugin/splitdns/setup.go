@@ -284,16 +284,10 @@ func parseSplitDNS(c *caddy.Controller) (*SplitDNS, kubeDNS, error) {
 // forward's words, each overriding the block's for this route.
 func parseRouteBlock(c *caddy.Controller, zones []string) (routeOptions, error) {
 	o := routeOptions{set: map[string]bool{}}
-	if !c.NextArg() {
+	if !corefile.OpensBlock(c) {
 		return o, nil
 	}
-	if c.Val() != "{" {
-		return o, c.ArgErr()
-	}
-	for c.Next() {
-		if c.Val() == "}" {
-			return o, nil
-		}
+	for c.NextBlock() {
 		w := c.Val()
 		ok, err := parseRouteOption(c, &o, true)
 		if err != nil {
@@ -308,7 +302,7 @@ func parseRouteBlock(c *caddy.Controller, zones []string) (routeOptions, error) 
 			}
 		}
 	}
-	return o, c.EOFErr()
+	return o, nil
 }
 
 // upstreams normalizes UPSTREAM arguments (ip, ip:port, dns://, tls://) and
