@@ -13,7 +13,7 @@ GOBUILD_FLAGS := -trimpath -ldflags "-s -w"
 export CGO_ENABLED = 0
 export GOTOOLCHAIN = local
 
-.PHONY: all build run test deps unit e2e generate vet lint dupl clean bench bench-smoke bench-compare bench-instr fuzz soak
+.PHONY: all build run test deps unit timing e2e generate vet lint dupl clean bench bench-smoke bench-compare bench-instr fuzz soak
 
 all: build
 
@@ -52,13 +52,19 @@ dupl:
 unit:
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./cmd/... ./internal/... ./plugin/...
 
+# timing: the unit tests that bound a latency, without -race (under it they
+# check what happens, not how fast; DESIGN.md keeps time bounds out of -race).
+TIMING_TESTS := ^(TestSteadyStateWaitsOnNoPeer|TestClientQueryWaitsAtMostTimeout|TestStoreChangeSeenWithoutWalking|TestStoreChangeCheckedWithoutWalking|TestHTTPCheckTimesOut|TestDeadFirstUpstreamSkipped|TestSilentUpstreamCostsOnlyTheTimeout)$$
+timing:
+	$(GO) test -count=1 -run '$(TIMING_TESTS)' ./plugin/...
+
 # e2e: real processes, real sockets, a real kube-apiserver; no -race so that
 # timing-sensitive tests do not flake on two cores.
 e2e: build
 	FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_REQUIRE_ALL=1 \
 		$(GO) test -count=1 -timeout 40m ./test/...
 
-test: deps vet lint unit e2e bench-smoke
+test: deps vet lint unit timing e2e bench-smoke
 
 # bench: every side-by-side comparison (about an hour; not in CI). Tables go
 # to stdout and are appended to $(BENCH_OUT); BENCHMARKS.md quotes them. The
