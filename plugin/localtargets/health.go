@@ -1,14 +1,19 @@
 package localtargets
 
 import (
+	"bytes"
+	"container/heap"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,23 +21,195 @@ import (
 	"github.com/fleetdns/fleetdns/internal/store"
 )
 
-// healthCheck is the healthcheck stanza: how one target is checked.
+// healthCheck is the healthcheck stanza: the check of every host that sets
+// none of its own, and the bounds of the checker.
 type healthCheck struct {
-	proto    string // tcp, http or https
-	port     int
-	path     string
-	host     string // Host header and TLS server name for http(s)
+	def      probeSpec // the stanza's check; its addr is unset
+	none     bool      // `healthcheck none`: only hosts with health/check are checked
 	interval time.Duration
 	timeout  time.Duration
 	fails    int // consecutive failures that make a healthy target unhealthy
 	passes   int // consecutive passes that make an unhealthy target healthy
+
+	workers    int // checks in flight at most
+	maxPerHost int // targets of one host and family checked at most
+	maxPerZone int // distinct checks of one zone at most
+	allow      []netip.Prefix
 }
 
 func newHealthCheck() healthCheck {
-	return healthCheck{interval: 5 * time.Second, timeout: time.Second, fails: 3, passes: 2}
+	return healthCheck{
+		def:      probeSpec{expectLo: 200, expectHi: 399},
+		interval: 5 * time.Second, timeout: time.Second, fails: 3, passes: 2,
+		workers: 8, maxPerHost: 16, maxPerZone: 1024,
+	}
 }
 
-// targetState is where a target stands. A target starts unknown and is
+// probeSpec is what is checked, and the key of a verdict: two targets (of
+// one host or of several, of one object or of several) with the same spec
+// share one check and one verdict, and a target that moves from one object
+// to another keeps its verdict.
+type probeSpec struct {
+	addr     netip.Addr // the address checked
+	proto    string     // tcp, http or https
+	port     uint16
+	path     string
+	host     string // Host header and TLS server name for http(s)
+	expectLo int    // status range for http(s)
+	expectHi int
+	body     string // substring the body must hold, for http(s)
+}
+
+func (p probeSpec) String() string {
+	hp := net.JoinHostPort(p.addr.String(), strconv.Itoa(int(p.port)))
+	if p.proto == "tcp" {
+		return "tcp " + hp
+	}
+	s := p.proto + "://" + hp + p.path
+	if p.host != "" {
+		s += " (Host " + p.host + ")"
+	}
+	return s
+}
+
+// refused are the addresses that are never checked unless allowed: a check
+// would reach the DNS pod itself, its node or the cloud's metadata service,
+// which tenants' targets must never be a way into.
+var refused = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"), // 0.0.0.0 reaches the pod's own loopback
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"), // link-local, 169.254.169.254 metadata
+	netip.MustParsePrefix("224.0.0.0/3"),    // multicast, reserved, broadcast
+	netip.MustParsePrefix("::/128"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("ff00::/8"),
+	netip.MustParsePrefix("fd00:ec2::254/128"), // AWS metadata over IPv6
+}
+
+// checkable reports whether addr may be checked: not refused, or allowed.
+func (hc *healthCheck) checkable(addr netip.Addr) bool {
+	addr = addr.Unmap().WithZone("")
+	for _, p := range hc.allow {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	for _, p := range refused {
+		if p.Contains(addr) {
+			return false
+		}
+	}
+	return true
+}
+
+// hostCheck is how one host's targets are checked: the stanza's check, or
+// the host's health/* properties.
+type hostCheck struct {
+	none    bool      // not checked: every target is served
+	invalid bool      // properties that do not parse: no target is served
+	spec    probeSpec // addr set when health/address is
+}
+
+// The host properties that override the stanza.
+const (
+	propCheck   = "health/check"
+	propExpect  = "health/expect"
+	propAddress = "health/address"
+)
+
+// forHost returns h's check.
+func (hc *healthCheck) forHost(h *store.Host) hostCheck {
+	check, hasCheck := h.Properties[propCheck]
+	expect, hasExpect := h.Properties[propExpect]
+	address, hasAddress := h.Properties[propAddress]
+	out := hostCheck{none: hc.none, spec: hc.def}
+	if !hasCheck && !hasExpect && !hasAddress {
+		return out
+	}
+	if hasCheck {
+		if strings.TrimSpace(check) == "none" {
+			return hostCheck{none: true}
+		}
+		spec, err := parseCheck(strings.Fields(check))
+		if err != nil {
+			return hostCheck{invalid: true}
+		}
+		spec.expectLo, spec.expectHi, spec.body = hc.def.expectLo, hc.def.expectHi, hc.def.body
+		out = hostCheck{spec: spec}
+	}
+	if out.none {
+		return out // expect or address without a check to apply them to
+	}
+	if hasExpect {
+		lo, hi, body, err := parseExpect(expect)
+		if err != nil {
+			return hostCheck{invalid: true}
+		}
+		out.spec.expectLo, out.spec.expectHi, out.spec.body = lo, hi, body
+	}
+	if hasAddress {
+		a, err := netip.ParseAddr(strings.TrimSpace(address))
+		if err != nil {
+			return hostCheck{invalid: true}
+		}
+		out.spec.addr = a.Unmap()
+	}
+	return out
+}
+
+// parseCheck parses `tcp PORT`, `http PORT PATH [HOST]`, `https PORT PATH [HOST]`.
+func parseCheck(args []string) (probeSpec, error) {
+	if len(args) < 2 {
+		return probeSpec{}, fmt.Errorf("want tcp PORT, http PORT PATH [HOST] or https PORT PATH [HOST]")
+	}
+	p := probeSpec{proto: args[0]}
+	port, err := strconv.Atoi(args[1])
+	if err != nil || port < 1 || port > 65535 {
+		return p, fmt.Errorf("port %q: not a port number", args[1])
+	}
+	p.port = uint16(port)
+	switch p.proto {
+	case "tcp":
+		if len(args) != 2 {
+			return p, fmt.Errorf("tcp takes only a port, got %q", strings.Join(args[2:], " "))
+		}
+	case "http", "https":
+		if len(args) < 3 || len(args) > 4 {
+			return p, fmt.Errorf("%s needs PORT PATH [HOST]", p.proto)
+		}
+		if !strings.HasPrefix(args[2], "/") {
+			return p, fmt.Errorf("path %q must start with /", args[2])
+		}
+		p.path = args[2]
+		if len(args) == 4 {
+			p.host = args[3]
+		}
+	default:
+		return p, fmt.Errorf("%q: want tcp, http or https", p.proto)
+	}
+	return p, nil
+}
+
+// parseExpect parses `RANGE [SUBSTRING]`: a status (200) or a range
+// (200-399), then optionally the rest of the value as a body substring.
+func parseExpect(v string) (lo, hi int, body string, err error) {
+	v = strings.TrimLeft(v, " \t")
+	rng, body, _ := strings.Cut(v, " ")
+	body = strings.TrimSpace(body)
+	l, h, isRange := strings.Cut(rng, "-")
+	if !isRange {
+		h = l
+	}
+	lo, err1 := strconv.Atoi(l)
+	hi, err2 := strconv.Atoi(h)
+	if err1 != nil || err2 != nil || lo < 100 || hi > 599 || lo > hi {
+		return 0, 0, "", fmt.Errorf("expect %q: want a status or a range such as 200-399, then an optional body substring", v)
+	}
+	return lo, hi, body, nil
+}
+
+// targetState is where a check stands. It starts unknown; its targets are
 // served only once it is healthy.
 type targetState int
 
@@ -62,53 +239,124 @@ var (
 	running   = map[string]*checker{}
 )
 
-// checker runs one background loop per target and publishes the set of
-// healthy targets as an immutable snapshot that the query path loads.
+// linger is how long a check that no host wants any more keeps its verdict
+// (unchecked) before it is forgotten: a host that moves between objects, or
+// whose object is replaced, is briefly absent from the store, and must come
+// back with its verdicts rather than from unknown.
+func (hc *healthCheck) linger() time.Duration { return max(30*time.Second, 3*hc.interval) }
+
+// checker runs the checks on a fixed pool of workers and publishes, on each
+// store change, an immutable index of the checks that the query path reads.
 type checker struct {
 	hc     healthCheck
 	zones  []string
 	prefix string
 	reader store.Store
-	probe  func(ctx context.Context, addr netip.Addr) error
+	probe  func(ctx context.Context, p probeSpec) error
 
-	healthy atomic.Pointer[healthySet]
-	ready   atomic.Bool
+	snap  atomic.Pointer[snapshot]
+	ready atomic.Bool
 
-	mu      sync.Mutex
-	targets map[netip.Addr]*target
+	mu     sync.Mutex
+	checks map[probeSpec]*check
+	queue  checkQueue // wanted checks not in flight, by due time
+	counts [3]int     // wanted checks by state, as published in targetsByState
+	// unchecked is the number of targets not checked at the last rescan, by
+	// reason, as published in uncheckedTargets.
+	unchecked map[string]int
 
-	// inherited is the state of the targets of the checker this one took
-	// over from on a reload; a target found in it starts from there.
-	inherited map[netip.Addr]target
+	scanned bool // the store was scanned once: ready may latch
+
+	wake chan struct{} // a check became due sooner than the scheduler waits
+	jobs chan *check
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-type target struct {
-	addr    netip.Addr
+// check is one probeSpec's state. key is immutable; the rest is held under
+// the checker's mu, but healthy, which the query path reads.
+type check struct {
+	key     probeSpec
+	healthy atomic.Bool
+
 	state   targetState
 	checked bool
 	passRun int
 	failRun int
-	cancel  context.CancelFunc
+
+	wanted   bool      // some host's target is checked with it
+	inflight bool      // a worker runs it
+	unwanted time.Time // since when no host wants it
+	due      time.Time
+	idx      int // in the queue; -1 when not queued (in flight, or unwanted)
 }
 
-// healthySet is an immutable set of healthy targets.
-type healthySet map[netip.Addr]struct{}
+// snapshot is what the query path reads: every check known (wanted or
+// lingering) and the parsed checks of hosts with health/* properties.
+type snapshot struct {
+	checks map[probeSpec]*check
+	hosts  map[string]cachedHost
+}
 
-// filter returns addrs without the targets not in s: addrs itself when all
-// are in s.
-func (s healthySet) filter(addrs []netip.Addr) []netip.Addr {
+type cachedHost struct {
+	props [3]string
+	hc    hostCheck
+}
+
+func hostProps(h *store.Host) [3]string {
+	return [3]string{h.Properties[propCheck], h.Properties[propExpect], h.Properties[propAddress]}
+}
+
+func newChecker(hc healthCheck, zones []string, prefix string, reader store.Store) *checker {
+	c := &checker{
+		hc: hc, zones: zones, prefix: prefix, reader: reader,
+		checks: map[probeSpec]*check{}, unchecked: map[string]int{},
+		wake: make(chan struct{}, 1), jobs: make(chan *check),
+	}
+	c.probe = c.check
+	c.snap.Store(&snapshot{})
+	return c
+}
+
+// key identifies the configuration: a reloaded Corefile with the same
+// stanza takes over the state of the running checker.
+func (c *checker) key() string {
+	return fmt.Sprintf("%q %q %+v", c.zones, c.prefix, c.hc)
+}
+
+// healthy returns addrs (h's targets of one family) without those whose
+// check is not healthy: addrs itself when all are. It allocates only when a
+// target is left out.
+func (c *checker) healthy(h *store.Host, addrs []netip.Addr) []netip.Addr {
+	if len(addrs) == 0 {
+		return addrs
+	}
+	snap := c.snap.Load()
+	hck := c.hostCheck(snap, h)
+	if hck.none {
+		return addrs
+	}
+	up := func(ip netip.Addr) bool {
+		if hck.invalid {
+			return false
+		}
+		key := hck.spec
+		if !key.addr.IsValid() {
+			key.addr = ip.Unmap()
+		}
+		ch := snap.checks[key]
+		return ch != nil && ch.healthy.Load()
+	}
 	for i, ip := range addrs {
-		if _, ok := s[ip]; ok {
+		if up(ip) {
 			continue
 		}
 		out := make([]netip.Addr, i, len(addrs)-1)
 		copy(out, addrs[:i])
 		for _, ip := range addrs[i+1:] {
-			if _, ok := s[ip]; ok {
+			if up(ip) {
 				out = append(out, ip)
 			}
 		}
@@ -117,31 +365,35 @@ func (s healthySet) filter(addrs []netip.Addr) []netip.Addr {
 	return addrs
 }
 
-func newChecker(hc healthCheck, zones []string, prefix string, reader store.Store) *checker {
-	c := &checker{hc: hc, zones: zones, prefix: prefix, reader: reader, targets: map[netip.Addr]*target{}}
-	c.probe = c.check
-	c.healthy.Store(&healthySet{})
-	return c
-}
-
-func (c *checker) snapshot() healthySet { return *c.healthy.Load() }
-
-// key identifies the configuration: a reloaded Corefile with the same
-// stanza takes over the state of the running checker.
-func (c *checker) key() string {
-	return fmt.Sprintf("%q %q %+v", c.zones, c.prefix, c.hc)
+// hostCheck returns h's check, parsed at the last rescan where its
+// properties are unchanged since.
+func (c *checker) hostCheck(snap *snapshot, h *store.Host) hostCheck {
+	if len(h.Properties) == 0 {
+		return hostCheck{none: c.hc.none, spec: c.hc.def}
+	}
+	if cached, ok := snap.hosts[h.Name]; ok && cached.props == hostProps(h) {
+		return cached.hc
+	}
+	return c.hc.forHost(h)
 }
 
 func (c *checker) start() {
+	// The checker this one takes over from on a reload: its checks' state is
+	// taken before the first rescan, so that the healthy targets stay healthy
+	// from the first query the new instance serves.
 	runningMu.Lock()
 	if prev := running[c.key()]; prev != nil && prev != c {
+		now := time.Now()
 		prev.mu.Lock()
-		c.inherited = make(map[netip.Addr]target, len(prev.targets))
-		for addr, t := range prev.targets {
-			c.inherited[addr] = target{state: t.state, checked: t.checked, passRun: t.passRun, failRun: t.failRun}
+		c.mu.Lock()
+		for key, p := range prev.checks {
+			ch := &check{key: key, state: p.state, checked: p.checked, passRun: p.passRun, failRun: p.failRun, due: p.due, unwanted: now, idx: -1}
+			ch.healthy.Store(ch.state == stateHealthy)
+			c.checks[key] = ch // wanted again by the first rescan, or it lingers
 		}
+		c.publish(nil)
+		c.mu.Unlock()
 		prev.mu.Unlock()
-		c.healthy.Store(prev.healthy.Load())
 		c.ready.Store(prev.ready.Load())
 	}
 	running[c.key()] = c
@@ -149,7 +401,7 @@ func (c *checker) start() {
 
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	changed, cancel := c.reader.Subscribe()
-	c.wg.Add(1)
+	c.wg.Add(2 + c.hc.workers)
 	go func() {
 		defer c.wg.Done()
 		defer cancel()
@@ -164,6 +416,10 @@ func (c *checker) start() {
 			}
 		}
 	}()
+	go c.schedule()
+	for range c.hc.workers {
+		go c.work()
+	}
 }
 
 func (c *checker) stop() {
@@ -173,29 +429,148 @@ func (c *checker) stop() {
 	c.cancel()
 	c.wg.Wait()
 	runningMu.Lock()
-	successor := running[c.key()] != c
-	if !successor {
+	if running[c.key()] == c {
 		delete(running, c.key())
 	}
 	runningMu.Unlock()
-	if successor {
-		return // the successor's targets keep their series
-	}
 	c.mu.Lock()
-	for addr := range c.targets {
-		targetHealthy.DeleteLabelValues(addr.String())
+	for s, n := range c.counts {
+		targetsByState.WithLabelValues(targetState(s).String()).Sub(float64(n))
 	}
+	c.counts = [3]int{}
+	for reason, n := range c.unchecked {
+		uncheckedTargets.WithLabelValues(reason).Sub(float64(n))
+	}
+	clear(c.unchecked)
 	c.mu.Unlock()
 }
 
-// rescan starts checks for targets that appeared in the store and stops
-// those of targets that are gone.
+// schedule hands due checks to the workers, blocking while all are busy:
+// however many targets there are, at most `workers` checks are in flight.
+func (c *checker) schedule() {
+	defer c.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		var next *check
+		wait := time.Hour
+		if len(c.queue) > 0 {
+			if d := time.Until(c.queue[0].due); d <= 0 {
+				next = heap.Pop(&c.queue).(*check)
+				next.inflight = true
+			} else {
+				wait = d
+			}
+		}
+		c.mu.Unlock()
+		if next != nil {
+			select {
+			case c.jobs <- next:
+				continue
+			case <-c.ctx.Done():
+				return
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.wake:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (c *checker) work() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case ch := <-c.jobs:
+			cctx, cancel := context.WithTimeout(c.ctx, c.hc.timeout)
+			err := c.probe(cctx, ch.key)
+			cancel()
+			if c.ctx.Err() != nil {
+				return
+			}
+			c.record(ch, err)
+		}
+	}
+}
+
+// add creates the check of key, wanted and due now; c.mu is held.
+func (c *checker) add(key probeSpec) *check {
+	ch := &check{key: key, wanted: true, due: time.Now(), idx: -1}
+	c.checks[key] = ch
+	c.counts[stateUnknown]++
+	targetsByState.WithLabelValues(stateUnknown.String()).Inc()
+	heap.Push(&c.queue, ch)
+	return ch
+}
+
+// want marks ch wanted again after it lingered; c.mu is held.
+func (c *checker) want(ch *check) {
+	if ch.wanted {
+		return
+	}
+	ch.wanted = true
+	c.counts[ch.state]++
+	targetsByState.WithLabelValues(ch.state.String()).Inc()
+	if ch.idx < 0 && !ch.inflight {
+		heap.Push(&c.queue, ch)
+	}
+}
+
+// unwant stops checking ch; its verdict lingers. c.mu is held.
+func (c *checker) unwant(ch *check, now time.Time) {
+	if !ch.wanted {
+		return
+	}
+	ch.wanted, ch.unwanted = false, now
+	c.counts[ch.state]--
+	targetsByState.WithLabelValues(ch.state.String()).Dec()
+	if ch.idx >= 0 {
+		heap.Remove(&c.queue, ch.idx)
+	}
+}
+
+// Reasons a target is not checked, the label of uncheckedTargets.
+const (
+	reasonRefused = "refused"  // an address never checked unless allowed
+	reasonHost    = "host_cap" // beyond max_per_host
+	reasonZone    = "zone_cap" // beyond max_per_zone
+	reasonInvalid = "invalid"  // health/* properties that do not parse
+)
+
+// rescan finds the checks that the store's hosts want, starts those that
+// are new, and lets those no host wants linger, then forgets them.
 func (c *checker) rescan() {
 	if !c.reader.Synced() {
 		return
 	}
-	seen := map[netip.Addr]struct{}{}
+	wanted := map[probeSpec]struct{}{}
+	hosts := map[string]cachedHost{}
+	unchecked := map[string]int{}
+	firstHost := map[string]string{}
+	skip := func(reason, host string, n int) {
+		if n <= 0 {
+			return
+		}
+		if unchecked[reason] == 0 {
+			firstHost[reason] = host
+		}
+		unchecked[reason] += n
+	}
 	for _, zone := range c.zones {
+		var hs []*store.Host
 		c.reader.Hosts(zone, func(h *store.Host) bool {
 			// Literal localtargets- names and k8gb's objects are served as
 			// written: their targets are other clusters' or already judged.
@@ -203,75 +578,119 @@ func (c *checker) rescan() {
 			case store.Verbatim, store.LocalTargets:
 				return true
 			}
-			for _, ip := range h.A {
-				seen[ip] = struct{}{}
-			}
-			for _, ip := range h.AAAA {
-				seen[ip] = struct{}{}
+			if len(h.A)+len(h.AAAA) > 0 {
+				hs = append(hs, h)
 			}
 			return true
 		})
+		// In name order: which hosts are beyond the zone's cap does not
+		// change from one rescan to the next.
+		slices.SortFunc(hs, func(a, b *store.Host) int { return strings.Compare(a.Name, b.Name) })
+		inZone := map[probeSpec]struct{}{}
+		for _, h := range hs {
+			hck := c.hc.forHost(h)
+			if len(h.Properties) > 0 {
+				hosts[h.Name] = cachedHost{props: hostProps(h), hc: hck}
+			}
+			if hck.none {
+				continue
+			}
+			if hck.invalid {
+				skip(reasonInvalid, h.Name, len(h.A)+len(h.AAAA))
+				continue
+			}
+			for _, family := range [][]netip.Addr{h.A, h.AAAA} {
+				skip(reasonHost, h.Name, len(family)-c.hc.maxPerHost)
+				for _, ip := range family[:min(len(family), c.hc.maxPerHost)] {
+					key := hck.spec
+					if !key.addr.IsValid() {
+						key.addr = ip.Unmap()
+					}
+					if !c.hc.checkable(key.addr) {
+						skip(reasonRefused, h.Name, 1)
+						continue
+					}
+					if _, ok := inZone[key]; !ok {
+						if len(inZone) >= c.hc.maxPerZone {
+							skip(reasonZone, h.Name, 1)
+							continue
+						}
+						inZone[key] = struct{}{}
+					}
+					wanted[key] = struct{}{}
+				}
+			}
+		}
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	changed := false
-	for addr, t := range c.targets {
-		if _, ok := seen[addr]; !ok {
-			t.cancel()
-			delete(c.targets, addr)
-			targetHealthy.DeleteLabelValues(addr.String())
-			changed = true
+	now := time.Now()
+	for key := range wanted {
+		if ch, ok := c.checks[key]; ok {
+			c.want(ch)
+		} else {
+			c.add(key)
 		}
 	}
-	for addr := range seen {
-		if _, ok := c.targets[addr]; ok {
+	var lingering []*check
+	for key, ch := range c.checks {
+		if _, ok := wanted[key]; ok {
 			continue
 		}
-		ctx, cancel := context.WithCancel(c.ctx)
-		t := &target{addr: addr, cancel: cancel}
-		if prev, ok := c.inherited[addr]; ok {
-			t.state, t.checked, t.passRun, t.failRun = prev.state, prev.checked, prev.passRun, prev.failRun
-		} else {
-			targetHealthy.WithLabelValues(addr.String()).Set(0)
-			changed = true // a new target: counted as unknown
+		c.unwant(ch, now)
+		if now.Sub(ch.unwanted) > c.hc.linger() {
+			delete(c.checks, key)
+			continue
 		}
-		c.targets[addr] = t
-		c.wg.Add(1)
-		go c.run(ctx, t)
+		lingering = append(lingering, ch)
 	}
-	c.inherited = nil // taken over by the targets found in the first scan
-	if changed {
-		c.publish()
+	// Lingering verdicts are bounded too: a tenant who churns addresses
+	// does not grow them past a zone's worth.
+	if limit := c.hc.maxPerZone * len(c.zones); len(lingering) > limit {
+		slices.SortFunc(lingering, func(a, b *check) int { return a.unwanted.Compare(b.unwanted) })
+		for _, ch := range lingering[:len(lingering)-limit] {
+			delete(c.checks, ch.key)
+		}
 	}
+	c.publish(hosts)
+	c.setUnchecked(unchecked, firstHost)
+	c.scanned = true
 	c.updateReady()
+	c.wakeScheduler()
 }
 
-// run checks one target every interval until ctx ends.
-func (c *checker) run(ctx context.Context, t *target) {
-	defer c.wg.Done()
-	tick := time.NewTicker(c.hc.interval)
-	defer tick.Stop()
-	for {
-		cctx, cancel := context.WithTimeout(ctx, c.hc.timeout)
-		err := c.probe(cctx, t.addr)
-		cancel()
-		if ctx.Err() != nil {
-			return
+// setUnchecked publishes the counts of targets not checked and logs a
+// reason whose count changed, by host name: the addresses are not logged.
+// c.mu is held.
+func (c *checker) setUnchecked(unchecked map[string]int, firstHost map[string]string) {
+	for _, reason := range []string{reasonRefused, reasonHost, reasonZone, reasonInvalid} {
+		n, old := unchecked[reason], c.unchecked[reason]
+		if n == old {
+			continue
 		}
-		c.record(t, err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+		uncheckedTargets.WithLabelValues(reason).Add(float64(n - old))
+		if n > 0 {
+			switch reason {
+			case reasonRefused:
+				log.Warningf("%d targets not checked and not served, of hosts such as %s: loopback, link-local, unspecified or metadata addresses (see allow)", n, firstHost[reason])
+			case reasonHost:
+				log.Warningf("%d targets not checked and not served, of hosts such as %s: beyond %d per host and family (see max_per_host)", n, firstHost[reason], c.hc.maxPerHost)
+			case reasonZone:
+				log.Warningf("%d targets not checked and not served, of hosts such as %s: beyond %d checks per zone (see max_per_zone)", n, firstHost[reason], c.hc.maxPerZone)
+			case reasonInvalid:
+				log.Warningf("%d targets not served, of hosts such as %s: their health/check, health/expect or health/address property does not parse", n, firstHost[reason])
+			}
 		}
 	}
+	c.unchecked = unchecked
 }
 
-// record moves t through its states: unknown -> healthy on the first pass,
+// record moves ch through its states: unknown -> healthy on the first pass,
 // unknown -> unhealthy on the first failure, healthy -> unhealthy after
 // `fails` failures in a row, unhealthy -> healthy after `passes` passes.
-func (c *checker) record(t *target, err error) {
+// The check is due again an interval later.
+func (c *checker) record(ch *check, err error) {
 	result := "pass"
 	if err != nil {
 		result = "fail"
@@ -280,75 +699,88 @@ func (c *checker) record(t *target, err error) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.targets[t.addr] != t {
-		return // removed while the check ran
+	ch.inflight = false
+	if c.checks[ch.key] != ch {
+		return // forgotten while the check ran
 	}
-	t.checked = true
-	old := t.state
+	ch.checked = true
+	old := ch.state
 	if err == nil {
-		t.passRun++
-		t.failRun = 0
-		if old == stateUnknown || (old == stateUnhealthy && t.passRun >= c.hc.passes) {
-			t.state = stateHealthy
+		ch.passRun++
+		ch.failRun = 0
+		if old == stateUnknown || (old == stateUnhealthy && ch.passRun >= c.hc.passes) {
+			ch.state = stateHealthy
 		}
 	} else {
-		t.failRun++
-		t.passRun = 0
-		if old == stateUnknown || (old == stateHealthy && t.failRun >= c.hc.fails) {
-			t.state = stateUnhealthy
+		ch.failRun++
+		ch.passRun = 0
+		if old == stateUnknown || (old == stateHealthy && ch.failRun >= c.hc.fails) {
+			ch.state = stateUnhealthy
 		}
 	}
-	v := 0.0
-	if t.state == stateHealthy {
-		v = 1
-	}
-	targetHealthy.WithLabelValues(t.addr.String()).Set(v)
-	if t.state != old {
-		if t.state == stateHealthy {
-			log.Infof("Target %s is healthy (%s check passed)", t.addr, c.hc.proto)
+	ch.healthy.Store(ch.state == stateHealthy)
+	if ch.state != old {
+		if ch.wanted {
+			c.counts[old]--
+			c.counts[ch.state]++
+			targetsByState.WithLabelValues(old.String()).Dec()
+			targetsByState.WithLabelValues(ch.state.String()).Inc()
+		}
+		if ch.state == stateHealthy {
+			log.Infof("Check %s is healthy", ch.key)
 		} else {
-			log.Warningf("Target %s is unhealthy: %v", t.addr, err)
+			log.Warningf("Check %s is unhealthy: %v", ch.key, err)
 		}
-		c.publish()
+	}
+	ch.due = time.Now().Add(c.hc.interval)
+	if ch.wanted && ch.idx < 0 {
+		heap.Push(&c.queue, ch)
+		if ch.idx == 0 {
+			c.wakeScheduler() // sooner than it waits for
+		}
 	}
 	c.updateReady()
 }
 
-// publish swaps in a new healthy set; c.mu is held.
-func (c *checker) publish() {
-	set := healthySet{}
-	counts := map[targetState]float64{}
-	for addr, t := range c.targets {
-		counts[t.state]++
-		if t.state == stateHealthy {
-			set[addr] = struct{}{}
-		}
-	}
-	c.healthy.Store(&set)
-	for _, s := range []targetState{stateUnknown, stateHealthy, stateUnhealthy} {
-		targetsByState.WithLabelValues(s.String()).Set(counts[s])
+func (c *checker) wakeScheduler() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 
-// updateReady latches ready once every target known has been checked; c.mu
-// is held.
+// publish swaps in a new index of the checks; c.mu is held. hosts are the
+// parsed checks of hosts with properties (nil: keep the last).
+func (c *checker) publish(hosts map[string]cachedHost) {
+	if hosts == nil {
+		hosts = c.snap.Load().hosts
+	}
+	c.snap.Store(&snapshot{checks: maps.Clone(c.checks), hosts: hosts})
+}
+
+// updateReady latches ready once a scan of the store ran and every check
+// wanted has had its first check; c.mu is held.
 func (c *checker) updateReady() {
-	if c.ready.Load() {
+	if c.ready.Load() || !c.scanned {
 		return
 	}
-	for _, t := range c.targets {
-		if !t.checked {
+	for _, ch := range c.checks {
+		if ch.wanted && !ch.checked {
 			return
 		}
 	}
-	c.publish()
 	c.ready.Store(true)
 }
 
-// check is one health check of addr.
-func (c *checker) check(ctx context.Context, addr netip.Addr) error {
-	hostport := net.JoinHostPort(addr.String(), strconv.Itoa(c.hc.port))
-	if c.hc.proto == "tcp" {
+// check is one health check of p.
+func (c *checker) check(ctx context.Context, p probeSpec) error {
+	// Never reached through the query or a redirect, but checked here too:
+	// whatever builds a probeSpec, the refused addresses are not dialled.
+	if !c.hc.checkable(p.addr) {
+		return fmt.Errorf("%s: address not allowed", p.proto)
+	}
+	hostport := net.JoinHostPort(p.addr.String(), strconv.Itoa(int(p.port)))
+	if p.proto == "tcp" {
 		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", hostport)
 		if err != nil {
 			return err
@@ -356,22 +788,32 @@ func (c *checker) check(ctx context.Context, addr netip.Addr) error {
 		return conn.Close()
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.hc.proto+"://"+hostport+c.hc.path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.proto+"://"+hostport+p.path, nil)
 	if err != nil {
 		return err
 	}
-	if c.hc.host != "" {
-		req.Host = c.hc.host
+	if p.host != "" {
+		req.Host = p.host
 	}
-	resp, err := httpClient(c.hc.host).Do(req)
+	resp, err := httpClient(p.host).Do(req)
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
+	defer resp.Body.Close()
 	// Redirects are not followed: a 3xx is a live ingress.
-	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return fmt.Errorf("%s %s: %s", c.hc.proto, hostport+c.hc.path, resp.Status)
+	if resp.StatusCode < p.expectLo || resp.StatusCode > p.expectHi {
+		return fmt.Errorf("%s: %s, want %d-%d", p, resp.Status, p.expectLo, p.expectHi)
+	}
+	if p.body == "" {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(body, []byte(p.body)) {
+		return fmt.Errorf("%s: the first 64 KiB of the body do not hold %q", p, p.body)
 	}
 	return nil
 }
@@ -384,7 +826,8 @@ var (
 // httpClient returns a client for a TLS server name. Certificates are not
 // verified: a health check asks whether the target serves, not who it is,
 // and targets are addressed by IP. Connections are not reused, so that each
-// check proves that the target still accepts them.
+// check proves that the target still accepts them. The clients are as many
+// as distinct server names: bounded by the checks.
 func httpClient(serverName string) *http.Client {
 	clientsMu.Lock()
 	defer clientsMu.Unlock()
@@ -401,4 +844,27 @@ func httpClient(serverName string) *http.Client {
 	}
 	clients[serverName] = cl
 	return cl
+}
+
+// checkQueue is a min-heap of checks by due time.
+type checkQueue []*check
+
+func (q checkQueue) Len() int           { return len(q) }
+func (q checkQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q checkQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].idx, q[j].idx = i, j
+}
+func (q *checkQueue) Push(x any) {
+	ch := x.(*check)
+	ch.idx = len(*q)
+	*q = append(*q, ch)
+}
+func (q *checkQueue) Pop() any {
+	old := *q
+	ch := old[len(old)-1]
+	old[len(old)-1] = nil
+	ch.idx = -1
+	*q = old[:len(old)-1]
+	return ch
 }

@@ -22,10 +22,33 @@ import (
 	"github.com/miekg/dns"
 )
 
-func TestStateTransitions(t *testing.T) {
+// loopback allows the checks of loopback targets: the tests' listeners.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
+// stubCheck adds to c the wanted check of a tcp probe of ip, as a rescan
+// would, and publishes it.
+func stubCheck(c *checker, ip netip.Addr) *check {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := c.hc.def
+	key.addr = ip
+	ch := c.add(key)
+	c.publish(nil)
+	return ch
+}
+
+func tcpHealthCheck(port int) healthCheck {
 	hc := newHealthCheck()
+	hc.def.proto, hc.def.port = "tcp", uint16(port)
+	hc.allow = loopback
+	return hc
+}
+
+func TestStateTransitions(t *testing.T) {
+	hc := tcpHealthCheck(80)
 	hc.fails, hc.passes = 3, 2
 	ip := netip.MustParseAddr("10.0.0.1")
+	h := storetest.Host("app.example.org.", "10.0.0.1")
 	steps := []struct {
 		pass bool
 		want targetState
@@ -43,52 +66,52 @@ func TestStateTransitions(t *testing.T) {
 		{false, stateUnhealthy}, // three failures in a row
 	}
 	c := newChecker(hc, nil, defaultPrefix, storetest.New())
-	tg := &target{addr: ip, cancel: func() {}}
-	c.targets[ip] = tg
+	ch := stubCheck(c, ip)
 	for i, s := range steps {
 		var err error
 		if !s.pass {
 			err = errors.New("refused")
 		}
-		c.record(tg, err)
-		if tg.state != s.want {
-			t.Fatalf("step %d (pass=%v): state %s, want %s", i, s.pass, tg.state, s.want)
+		c.record(ch, err)
+		if ch.state != s.want {
+			t.Fatalf("step %d (pass=%v): state %s, want %s", i, s.pass, ch.state, s.want)
 		}
-		_, inSet := c.snapshot()[ip]
-		if inSet != (s.want == stateHealthy) {
-			t.Fatalf("step %d: in healthy set = %v with state %s", i, inSet, s.want)
+		if served := len(c.healthy(h, h.A)) == 1; served != (s.want == stateHealthy) {
+			t.Fatalf("step %d: served = %v with state %s", i, served, s.want)
 		}
 	}
 }
 
 func TestHealthyOnlyAfterFirstPass(t *testing.T) {
-	hc := newHealthCheck()
-	ip := netip.MustParseAddr("10.0.0.1")
-	c := newChecker(hc, nil, defaultPrefix, storetest.New())
-	tg := &target{addr: ip, cancel: func() {}}
-	c.targets[ip] = tg
-	c.publish()
-	if _, ok := c.snapshot()[ip]; ok {
-		t.Fatal("an unchecked target is in the healthy set")
+	c := newChecker(tcpHealthCheck(80), nil, defaultPrefix, storetest.New())
+	h := storetest.Host("app.example.org.", "10.0.0.1")
+	ch := stubCheck(c, h.A[0])
+	if got := c.healthy(h, h.A); len(got) != 0 {
+		t.Fatal("an unchecked target is served")
 	}
-	c.record(tg, nil)
-	if _, ok := c.snapshot()[ip]; !ok {
-		t.Fatal("a target is not healthy after its first pass")
+	c.record(ch, nil)
+	if got := c.healthy(h, h.A); len(got) != 1 {
+		t.Fatal("a target is not served after its first pass")
 	}
 }
 
-func TestFilterKeepsOrderAndSharesWhenAllHealthy(t *testing.T) {
-	all := addrs("10.0.0.1", "10.0.0.2", "10.0.0.3")
-	set := healthySet{all[0]: {}, all[1]: {}, all[2]: {}}
-	if got := set.filter(all); &got[0] != &all[0] {
-		t.Error("filter copied a slice with every target healthy")
+func TestHealthyKeepsOrderAndSharesWhenAllHealthy(t *testing.T) {
+	c := newChecker(tcpHealthCheck(80), nil, defaultPrefix, storetest.New())
+	h := storetest.Host("app.example.org.", "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	var chs []*check
+	for _, ip := range h.A {
+		ch := stubCheck(c, ip)
+		c.record(ch, nil)
+		chs = append(chs, ch)
 	}
-	delete(set, all[1])
-	if got, want := set.filter(all), addrs("10.0.0.1", "10.0.0.3"); !slices.Equal(got, want) {
-		t.Errorf("filter = %v, want %v", got, want)
+	if got := c.healthy(h, h.A); &got[0] != &h.A[0] {
+		t.Error("healthy copied a slice with every target healthy")
 	}
-	if got := (healthySet{}).filter(all); len(got) != 0 {
-		t.Errorf("filter with nothing healthy = %v", got)
+	c.record(chs[1], errors.New("refused"))
+	c.record(chs[1], errors.New("refused"))
+	c.record(chs[1], errors.New("refused"))
+	if got, want := c.healthy(h, h.A), addrs("10.0.0.1", "10.0.0.3"); !slices.Equal(got, want) {
+		t.Errorf("healthy = %v, want %v", got, want)
 	}
 }
 
@@ -115,15 +138,14 @@ func TestTCPCheck(t *testing.T) {
 			c.Close()
 		}
 	}()
-	hc := newHealthCheck()
-	hc.proto, hc.port = "tcp", port
+	hc := tcpHealthCheck(port)
 	c := newChecker(hc, nil, defaultPrefix, storetest.New())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := c.check(ctx, netip.MustParseAddr("127.0.0.1")); err != nil {
+	if err := c.check(ctx, spec(hc, "127.0.0.1")); err != nil {
 		t.Errorf("tcp check of a listening port: %v", err)
 	}
-	if err := c.check(ctx, netip.MustParseAddr("127.0.0.2")); err == nil {
+	if err := c.check(ctx, spec(hc, "127.0.0.2")); err == nil {
 		t.Error("tcp check of a closed port passed")
 	}
 }
@@ -143,10 +165,9 @@ func TestHTTPCheckSendsHostAndJudgesStatus(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	hc := newHealthCheck()
-	hc.proto, hc.port, hc.path, hc.host = "http", port, "/healthz", "app.example.org"
+	hc := httpHealthCheck("http", port, "/healthz", "app.example.org")
 	c := newChecker(hc, nil, defaultPrefix, storetest.New())
-	ip := netip.MustParseAddr("127.0.0.1")
+	ip := spec(hc, "127.0.0.1")
 	for _, tt := range []struct {
 		status int
 		pass   bool
@@ -182,12 +203,11 @@ func TestHTTPSCheckSendsServerName(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 
-	hc := newHealthCheck()
-	hc.proto, hc.port, hc.path, hc.host = "https", port, "/", "app.example.org"
+	hc := httpHealthCheck("https", port, "/", "app.example.org")
 	c := newChecker(hc, nil, defaultPrefix, storetest.New())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := c.check(ctx, netip.MustParseAddr("127.0.0.1")); err != nil {
+	if err := c.check(ctx, spec(hc, "127.0.0.1")); err != nil {
 		t.Fatalf("https check: %v", err)
 	}
 	mu.Lock()
@@ -205,13 +225,12 @@ func TestHTTPCheckTimesOut(t *testing.T) {
 	srv.Start()
 	defer func() { close(block); srv.Close() }()
 
-	hc := newHealthCheck()
-	hc.proto, hc.port, hc.path = "http", port, "/"
+	hc := httpHealthCheck("http", port, "/", "")
 	c := newChecker(hc, nil, defaultPrefix, storetest.New())
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if err := c.check(ctx, netip.MustParseAddr("127.0.0.1")); err == nil {
+	if err := c.check(ctx, spec(hc, "127.0.0.1")); err == nil {
 		t.Error("a check of a server that never answers passed")
 	}
 	if d := time.Since(start); !testkit.Race && d > time.Second {
@@ -237,8 +256,7 @@ func TestBackgroundChecksDriveAnswers(t *testing.T) {
 
 	s := storetest.New(&store.Host{Name: "app.example.org.", A: addrs("127.0.0.1", "127.0.0.2"), TTL: 5, TTLSet: true})
 	lt := newTestLocalTargets(s)
-	hc := newHealthCheck()
-	hc.proto, hc.port = "tcp", port
+	hc := tcpHealthCheck(port)
 	hc.interval, hc.timeout, hc.fails, hc.passes = 50*time.Millisecond, 50*time.Millisecond, 2, 1
 	lt.health = newChecker(hc, lt.Zones, lt.prefix, s)
 	if lt.Ready() {
@@ -279,32 +297,40 @@ func TestRemovedTargetsStopBeingChecked(t *testing.T) {
 	c := newChecker(hc, []string{"example.org."}, defaultPrefix, s)
 	var mu sync.Mutex
 	probed := map[netip.Addr]int{}
-	c.probe = func(_ context.Context, ip netip.Addr) error {
+	c.probe = func(_ context.Context, p probeSpec) error {
 		mu.Lock()
-		probed[ip]++
+		probed[p.addr]++
 		mu.Unlock()
 		return nil
 	}
 	c.start()
 	defer c.stop()
+	h, _ := s.Host("app.example.org.")
 	testkit.Eventually(t, 5*time.Second, "both targets checked", func() error {
-		if len(c.snapshot()) != 2 {
+		if len(c.healthy(h, h.A)) != 2 {
 			return errors.New("not both healthy")
 		}
 		return nil
 	})
 
 	s.Set(&store.Host{Name: "app.example.org.", TTL: 30, A: addrs("10.0.0.1")})
-	testkit.Eventually(t, 5*time.Second, "the removed target gone", func() error {
+	gone := netip.MustParseAddr("10.0.0.2")
+	testkit.Eventually(t, 5*time.Second, "the removed target no longer wanted", func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if len(c.targets) != 1 {
+		if ch := c.checks[spec(hc, "10.0.0.2")]; ch == nil || ch.wanted {
 			return errors.New("still checking the removed target")
 		}
 		return nil
 	})
-	if _, ok := c.snapshot()[netip.MustParseAddr("10.0.0.2")]; ok {
-		t.Error("removed target still in the healthy set")
+	mu.Lock()
+	before := probed[gone]
+	mu.Unlock()
+	time.Sleep(100 * time.Millisecond) // ten intervals
+	mu.Lock()
+	defer mu.Unlock()
+	if n := probed[gone] - before; n > 1 { // one may have been in flight
+		t.Errorf("the removed target was checked %d times after it went", n)
 	}
 }
 
@@ -318,16 +344,17 @@ func TestReloadKeepsHealthState(t *testing.T) {
 	hc.interval, hc.timeout = 20*time.Millisecond, 10*time.Millisecond
 	hc.fails = 1000 // the reloaded checker's own (timing out) checks never flip a target in the test
 	healthy := netip.MustParseAddr("10.0.0.1")
+	h, _ := s.Host("app.example.org.")
 	old := newChecker(hc, []string{"example.org."}, defaultPrefix, s)
-	old.probe = func(_ context.Context, ip netip.Addr) error {
-		if ip == healthy {
+	old.probe = func(_ context.Context, p probeSpec) error {
+		if p.addr == healthy {
 			return nil
 		}
 		return errors.New("refused")
 	}
 	old.start()
 	testkit.Eventually(t, 5*time.Second, "the old checker's first round", func() error {
-		if !old.ready.Load() || len(old.snapshot()) != 1 {
+		if !old.ready.Load() || len(old.healthy(h, h.A)) != 1 {
 			return errors.New("not yet")
 		}
 		return nil
@@ -335,7 +362,7 @@ func TestReloadKeepsHealthState(t *testing.T) {
 
 	block := make(chan struct{})
 	reloaded := newChecker(hc, []string{"example.org."}, defaultPrefix, s)
-	reloaded.probe = func(ctx context.Context, _ netip.Addr) error {
+	reloaded.probe = func(ctx context.Context, _ probeSpec) error {
 		select { // its own checks time out
 		case <-block:
 		case <-ctx.Done():
@@ -347,20 +374,34 @@ func TestReloadKeepsHealthState(t *testing.T) {
 	defer func() { close(block); reloaded.stop() }()
 
 	for range 5 {
-		up := reloaded.snapshot()
-		if _, ok := up[healthy]; !ok || len(up) != 1 || !reloaded.ready.Load() {
+		up := reloaded.healthy(h, h.A)
+		if !slices.Equal(up, []netip.Addr{healthy}) || !reloaded.ready.Load() {
 			t.Fatalf("after reload: healthy set %v ready %v, want just %s from the start", up, reloaded.ready.Load(), healthy)
 		}
 		time.Sleep(15 * time.Millisecond) // a few rescans
 	}
 	// A different stanza starts from unknown.
 	hc2 := hc
-	hc2.port = 8080
+	hc2.def.port = 8080
 	other := newChecker(hc2, []string{"example.org."}, defaultPrefix, s)
 	other.probe = reloaded.probe
 	other.start()
 	defer other.stop()
-	if len(other.snapshot()) != 0 {
-		t.Errorf("a checker with another stanza inherited %v", other.snapshot())
+	if up := other.healthy(h, h.A); len(up) != 0 {
+		t.Errorf("a checker with another stanza inherited %v", up)
 	}
+}
+
+// spec is the key of hc's check of ip.
+func spec(hc healthCheck, ip string) probeSpec {
+	p := hc.def
+	p.addr = netip.MustParseAddr(ip)
+	return p
+}
+
+func httpHealthCheck(proto string, port int, path, host string) healthCheck {
+	hc := newHealthCheck()
+	hc.def.proto, hc.def.port, hc.def.path, hc.def.host = proto, uint16(port), path, host
+	hc.allow = loopback
+	return hc
 }

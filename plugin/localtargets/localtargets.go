@@ -100,8 +100,7 @@ func (lt *LocalTargets) Healthy(h *store.Host) (a, aaaa []netip.Addr) {
 	if lt.health == nil {
 		return h.A, h.AAAA
 	}
-	up := lt.health.snapshot()
-	return up.filter(h.A), up.filter(h.AAAA)
+	return lt.health.healthy(h, h.A), lt.health.healthy(h, h.AAAA)
 }
 
 func addressRRs(name string, qtype uint16, ttl uint32, addrs []netip.Addr) []dns.RR {

@@ -15,21 +15,23 @@ var (
 		Help:      "Counter of localtargets- answers by result (targets, nodata).",
 	}, []string{"server", "result"})
 
-	// targetHealthy is 1 for a target that passes its health checks, 0 otherwise.
-	targetHealthy = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "localtargets",
-		Name:      "target_healthy",
-		Help:      "Whether a target is healthy (1) or unknown or unhealthy (0).",
-	}, []string{"target"})
-
-	// targetsByState counts targets by health state.
+	// targetsByState counts checks by state. No series is labelled with an
+	// address: targets are tenant input, the series would grow with them.
 	targetsByState = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "localtargets",
 		Name:      "targets",
-		Help:      "Number of health-checked targets by state (unknown, healthy, unhealthy).",
+		Help:      "Number of health checks (distinct checked targets) by state (unknown, healthy, unhealthy).",
 	}, []string{"state"})
+
+	// uncheckedTargets counts the targets left unchecked, and so not served,
+	// by reason.
+	uncheckedTargets = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "localtargets",
+		Name:      "unchecked_targets",
+		Help:      "Number of targets not checked and not served, by reason (refused, host_cap, zone_cap, invalid).",
+	}, []string{"reason"})
 
 	// checkCount counts health checks by result: pass or fail.
 	checkCount = promauto.NewCounterVec(prometheus.CounterOpts{

@@ -38,19 +38,20 @@ func TestAnswerMetrics(t *testing.T) {
 }
 
 func TestTargetStateMetrics(t *testing.T) {
-	c := newChecker(newHealthCheck(), nil, defaultPrefix, storetest.New())
-	a, b := netip.MustParseAddr("10.9.9.1"), netip.MustParseAddr("10.9.9.2")
-	ta, tb := &target{addr: a, cancel: func() {}}, &target{addr: b, cancel: func() {}}
-	c.targets[a], c.targets[b] = ta, tb
+	c := newChecker(tcpHealthCheck(80), nil, defaultPrefix, storetest.New())
+	state := func(s string) float64 { return testutil.ToFloat64(targetsByState.WithLabelValues(s)) }
+	h0, u0, n0 := state("healthy"), state("unhealthy"), state("unknown")
+	ta, tb := stubCheck(c, netip.MustParseAddr("10.9.9.1")), stubCheck(c, netip.MustParseAddr("10.9.9.2"))
+	if d := state("unknown") - n0; d != 2 {
+		t.Errorf("targets{unknown} grew by %v, want 2", d)
+	}
 	c.record(ta, nil)
 	c.record(tb, errors.New("refused"))
-	if v := testutil.ToFloat64(targetHealthy.WithLabelValues("10.9.9.1")); v != 1 {
-		t.Errorf("target_healthy{10.9.9.1} = %v, want 1", v)
+	if h, u, n := state("healthy")-h0, state("unhealthy")-u0, state("unknown")-n0; h != 1 || u != 1 || n != 0 {
+		t.Errorf("targets{healthy}+%v {unhealthy}+%v {unknown}+%v, want 1, 1 and 0", h, u, n)
 	}
-	if v := testutil.ToFloat64(targetHealthy.WithLabelValues("10.9.9.2")); v != 0 {
-		t.Errorf("target_healthy{10.9.9.2} = %v, want 0", v)
-	}
-	if h, u := testutil.ToFloat64(targetsByState.WithLabelValues("healthy")), testutil.ToFloat64(targetsByState.WithLabelValues("unhealthy")); h != 1 || u != 1 {
-		t.Errorf("targets{healthy}=%v {unhealthy}=%v, want 1 and 1", h, u)
+	// No series per address: targets are tenant input.
+	if n := testutil.CollectAndCount(targetsByState); n > 3 {
+		t.Errorf("%d series of targets, want at most one per state", n)
 	}
 }

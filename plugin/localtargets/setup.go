@@ -1,6 +1,7 @@
 package localtargets
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -105,45 +106,32 @@ func parse(c *caddy.Controller) (*LocalTargets, *healthCheck, error) {
 
 // parseHealthCheck parses
 //
-//	healthcheck tcp PORT | http PORT PATH [HOST] | https PORT PATH [HOST] { interval; timeout; fails; passes }
+//	healthcheck tcp PORT | http PORT PATH [HOST] | https PORT PATH [HOST] | none {
+//	    expect RANGE [SUBSTRING]; interval; timeout; fails; passes
+//	    workers N; max_per_host N; max_per_zone N; allow CIDR...
+//	}
 func parseHealthCheck(c *caddy.Controller) (*healthCheck, error) {
 	hc := newHealthCheck()
 	args := corefile.Args(c)
-	if len(args) < 2 {
+	switch {
+	case len(args) == 1 && args[0] == "none":
+		hc.none = true
+	case len(args) < 2:
 		return nil, c.ArgErr()
-	}
-	hc.proto = args[0]
-	port, err := strconv.Atoi(args[1])
-	if err != nil || port < 1 || port > 65535 {
-		return nil, c.Errf("healthcheck port %q: not a port number", args[1])
-	}
-	hc.port = port
-	switch hc.proto {
-	case "tcp":
-		if len(args) != 2 {
-			return nil, c.Errf("healthcheck tcp takes only a port, got %q", strings.Join(args[2:], " "))
-		}
-	case "http", "https":
-		if len(args) < 3 || len(args) > 4 {
-			return nil, c.Errf("healthcheck %s needs PORT PATH [HOST]", hc.proto)
-		}
-		if !strings.HasPrefix(args[2], "/") {
-			return nil, c.Errf("healthcheck path %q must start with /", args[2])
-		}
-		hc.path = args[2]
-		if len(args) == 4 {
-			hc.host = args[3]
-		}
 	default:
-		return nil, c.Errf("healthcheck %q: want tcp, http or https", hc.proto)
+		spec, err := parseCheck(args)
+		if err != nil {
+			return nil, c.Errf("healthcheck: %v", err)
+		}
+		spec.expectLo, spec.expectHi = hc.def.expectLo, hc.def.expectHi
+		hc.def = spec
 	}
 
 	// The optional block opens on the healthcheck line.
 	if corefile.OpensBlock(c) {
 		for c.NextBlock() {
-			switch c.Val() {
+			switch what := c.Val(); what {
 			case "interval", "timeout":
-				what := c.Val()
 				d, err := corefile.Duration(c, time.Nanosecond)
 				if err != nil {
 					return nil, err
@@ -153,20 +141,44 @@ func parseHealthCheck(c *caddy.Controller) (*healthCheck, error) {
 				} else {
 					hc.timeout = d
 				}
-			case "fails", "passes":
-				what := c.Val()
+			case "fails", "passes", "workers", "max_per_host", "max_per_zone":
 				args := corefile.Args(c)
 				if len(args) != 1 {
 					return nil, c.ArgErr()
 				}
 				n, err := strconv.Atoi(args[0])
-				if err != nil || n < 1 {
+				if err != nil || n < 1 || n > 1<<20 {
 					return nil, c.Errf("healthcheck %s %q: not a positive number", what, args[0])
 				}
-				if what == "fails" {
+				switch what {
+				case "fails":
 					hc.fails = n
-				} else {
+				case "passes":
 					hc.passes = n
+				case "workers":
+					hc.workers = n
+				case "max_per_host":
+					hc.maxPerHost = n
+				case "max_per_zone":
+					hc.maxPerZone = n
+				}
+			case "expect":
+				lo, hi, body, err := parseExpect(strings.Join(corefile.Args(c), " "))
+				if err != nil {
+					return nil, c.Errf("healthcheck %v", err)
+				}
+				hc.def.expectLo, hc.def.expectHi, hc.def.body = lo, hi, body
+			case "allow":
+				args := corefile.Args(c)
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				for _, a := range args {
+					p, err := netip.ParsePrefix(a)
+					if err != nil {
+						return nil, c.Errf("healthcheck allow %q: not a CIDR", a)
+					}
+					hc.allow = append(hc.allow, p.Masked())
 				}
 			default:
 				return nil, c.Errf("unknown healthcheck property %q", c.Val())

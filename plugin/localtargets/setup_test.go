@@ -1,6 +1,7 @@
 package localtargets
 
 import (
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,8 +36,8 @@ func TestParse(t *testing.T) {
 			healthcheck tcp 443
 		}`, "", func(t *testing.T, _ *LocalTargets, hc *healthCheck) {
 			want := newHealthCheck()
-			want.proto, want.port = "tcp", 443
-			if hc == nil || *hc != want {
+			want.def.proto, want.def.port = "tcp", 443
+			if hc == nil || !reflect.DeepEqual(*hc, want) {
 				t.Errorf("healthcheck %+v, want %+v", hc, want)
 			}
 		}},
@@ -48,10 +49,35 @@ func TestParse(t *testing.T) {
 				passes 1
 			}
 		}`, "", func(t *testing.T, _ *LocalTargets, hc *healthCheck) {
-			want := healthCheck{proto: "https", port: 443, path: "/healthz", host: "app.example.org",
-				interval: 2 * time.Second, timeout: 500 * time.Millisecond, fails: 4, passes: 1}
-			if hc == nil || *hc != want {
+			want := newHealthCheck()
+			want.def = probeSpec{proto: "https", port: 443, path: "/healthz", host: "app.example.org", expectLo: 200, expectHi: 399}
+			want.interval, want.timeout, want.fails, want.passes = 2*time.Second, 500*time.Millisecond, 4, 1
+			if hc == nil || !reflect.DeepEqual(*hc, want) {
 				t.Errorf("healthcheck %+v, want %+v", hc, want)
+			}
+		}},
+		{`localtargets {
+			healthcheck http 80 /healthz {
+				expect 200-299 ready now
+				workers 4
+				max_per_host 2
+				max_per_zone 100
+				allow 127.0.0.0/8 ::1/128
+			}
+		}`, "", func(t *testing.T, _ *LocalTargets, hc *healthCheck) {
+			want := newHealthCheck()
+			want.def = probeSpec{proto: "http", port: 80, path: "/healthz", expectLo: 200, expectHi: 299, body: "ready now"}
+			want.workers, want.maxPerHost, want.maxPerZone = 4, 2, 100
+			want.allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+			if hc == nil || !reflect.DeepEqual(*hc, want) {
+				t.Errorf("healthcheck %+v, want %+v", hc, want)
+			}
+		}},
+		{`localtargets {
+			healthcheck none
+		}`, "", func(t *testing.T, _ *LocalTargets, hc *healthCheck) {
+			if hc == nil || !hc.none {
+				t.Errorf("healthcheck none: %+v", hc)
 			}
 		}},
 		{`localtargets {
@@ -70,6 +96,9 @@ func TestParse(t *testing.T) {
 		{"localtargets {\nhealthcheck tcp 80 {\ninterval soon\n}\n}", "not a positive duration", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nfails 0\n}\n}", "not a positive number", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\ninterval 1s\ntimeout 2s\n}\n}", "longer than its interval", nil},
+		{"localtargets {\nhealthcheck tcp 80 {\nallow 127.0.0.1\n}\n}", "not a CIDR", nil},
+		{"localtargets {\nhealthcheck tcp 80 {\nexpect 2xx\n}\n}", "a range such as 200-399", nil},
+		{"localtargets {\nhealthcheck tcp 80 {\nworkers 0\n}\n}", "not a positive number", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nretries 2\n}\n}", `unknown healthcheck property "retries"`, nil},
 		{"localtargets {\nhealthcheck tcp 80 {\ninterval 1s\n", "not closed", nil},
 		{`localtargets {

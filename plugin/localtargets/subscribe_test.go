@@ -20,8 +20,8 @@ func TestStoreChangeCheckedWithoutWalking(t *testing.T) {
 	hc.interval, hc.timeout = time.Hour, time.Second // one check per target: the first
 	c := newChecker(hc, []string{"example.org."}, defaultPrefix, s)
 	probed := make(chan netip.Addr, 16)
-	c.probe = func(_ context.Context, ip netip.Addr) error {
-		probed <- ip
+	c.probe = func(_ context.Context, p probeSpec) error {
+		probed <- p.addr
 		return nil
 	}
 	c.start()
