@@ -75,6 +75,7 @@ func TestLocalTargetsReadyAfterFirstChecks(t *testing.T) {
     ready %s
     localtargets {
         healthcheck http 80 /healthz app.%s {
+            allow 127.0.0.0/8
             interval 5s
             timeout 2s
         }
