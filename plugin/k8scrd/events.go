@@ -137,7 +137,7 @@ func (e *eventer) write(ctx context.Context, r eventReq) {
 	now := metav1.NewTime(e.now())
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%s.%x", r.ref.name, now.UnixNano()),
+			Name:      fmt.Sprintf("%s.%x", r.ref.name[:min(len(r.ref.name), 236)], now.UnixNano()), // names end at 253 octets
 			Namespace: r.ref.namespace,
 		},
 		InvolvedObject: corev1.ObjectReference{
