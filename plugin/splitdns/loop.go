@@ -237,7 +237,7 @@ func localAddrs() []net.IP {
 
 // The seen-set: identical queries in flight are coalesced.
 //
-// A query that arrives while an identical one (same name as written, type,
+// A query that arrives while an identical one (same name in any case, type,
 // class, DO and CD bits, buffer size, transport and EDNS options other than
 // the marker)
 // is being forwarded waits for that one's answer instead of being forwarded
@@ -245,11 +245,16 @@ func localAddrs() []net.IP {
 // bounds a loop through a server that drops the marker: the query that comes
 // back finds itself in flight and waits, so it is forwarded once per server,
 // and the loop ends with SERVFAIL when the first copy's upstream times out.
+// The name is compared without case (RFC 4343): a relay that randomizes the
+// case of the names it forwards (0x20, as Unbound and many public resolvers
+// do) would otherwise bring each copy back as a new query, and every copy
+// would be forwarded again until the first one timed out. Each waiter is
+// given the answer with its own question, so a 0x20 client still finds the
+// case it asked in.
 // The flights are a singleflight.Group keyed by newFlightKey.
 
 // newFlightKey is the key of the query's flight: the fixed-size fields
-// first, then the name (as asked: the answer's question must match it)
-// after its length, then the other EDNS0 options (client subnet, cookies
+// first, then the name in lower case after its length, then the other EDNS0 options (client subnet, cookies
 // ...), so that no two different queries share a key.
 func newFlightKey(state request.Request) string {
 	r := state.Req
@@ -274,7 +279,13 @@ func newFlightKey(state request.Request) string {
 		b.WriteByte(byte(v))
 	}
 	b.WriteByte(flags)
-	b.WriteString(q.Name)
+	for i := 0; i < len(q.Name); i++ { // ASCII only (RFC 4343 §3): other octets are compared as they are
+		c := q.Name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
 	if o != nil {
 		for _, e := range o.Option {
 			if e.Option() == markerCode {
@@ -290,11 +301,13 @@ func newFlightKey(state request.Request) string {
 }
 
 // answerFor returns the flight's answer ret fitted to a waiting query r: a
-// copy (the leader and the other waiters hold ret too) with r's ID, and no
-// OPT record if r had none.
+// copy (the leader and the other waiters hold ret too) with r's ID, r's
+// question (its name in the case r wrote it: the flight's key ignores case),
+// and no OPT record if r had none.
 func answerFor(ret, r *dns.Msg) *dns.Msg {
 	ret = ret.Copy()
 	ret.Id = r.Id
+	ret.Question = append([]dns.Question(nil), r.Question...)
 	if r.IsEdns0() == nil {
 		for i := len(ret.Extra) - 1; i >= 0; i-- {
 			if ret.Extra[i].Header().Rrtype == dns.TypeOPT {

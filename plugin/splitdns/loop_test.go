@@ -65,8 +65,11 @@ func TestFlightKeyTellsQueriesApart(t *testing.T) {
 	if k := newFlightKey(marked); k != newFlightKey(query(func(r *dns.Msg, _ *test.ResponseWriter) { r.SetEdns0(dns.MinMsgSize, false) })) {
 		t.Errorf("the marker changed the key")
 	}
+	if k := newFlightKey(query(func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Name = "eXaMPle.COM." })); k != base {
+		t.Errorf("the name's case changed the key: a 0x20 relay's copy would be forwarded again")
+	}
 	for name, edit := range map[string]func(r *dns.Msg, w *test.ResponseWriter){
-		"name case": func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Name = "Example.com." },
+		"name":      func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Name = "example.net." },
 		"type":      func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Qtype = dns.TypeAAAA },
 		"class":     func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Qclass = dns.ClassCHAOS },
 		"buffer":    func(r *dns.Msg, _ *test.ResponseWriter) { r.SetEdns0(4096, false) },
@@ -81,5 +84,21 @@ func TestFlightKeyTellsQueriesApart(t *testing.T) {
 		if newFlightKey(query(edit)) == base {
 			t.Errorf("%s: the query shares the plain query's key", name)
 		}
+	}
+}
+
+func TestWaiterGetsItsOwnQuestionCase(t *testing.T) {
+	leader := new(dns.Msg)
+	leader.SetQuestion("wWw.ExAmple.com.", dns.TypeA)
+	ret := new(dns.Msg)
+	ret.SetReply(leader)
+	waiter := new(dns.Msg)
+	waiter.SetQuestion("WWW.example.COM.", dns.TypeA)
+	got := answerFor(ret, waiter)
+	if got.Question[0].Name != waiter.Question[0].Name || got.Id != waiter.Id {
+		t.Errorf("waiter's answer has question %q id %d, want %q id %d", got.Question[0].Name, got.Id, waiter.Question[0].Name, waiter.Id)
+	}
+	if ret.Question[0].Name != leader.Question[0].Name {
+		t.Errorf("the leader's answer was changed to %q", ret.Question[0].Name)
 	}
 }
