@@ -69,13 +69,13 @@ func TestFlightKeyTellsQueriesApart(t *testing.T) {
 		t.Errorf("the name's case changed the key: a 0x20 relay's copy would be forwarded again")
 	}
 	for name, edit := range map[string]func(r *dns.Msg, w *test.ResponseWriter){
-		"name":      func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Name = "example.net." },
-		"type":      func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Qtype = dns.TypeAAAA },
-		"class":     func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Qclass = dns.ClassCHAOS },
-		"buffer":    func(r *dns.Msg, _ *test.ResponseWriter) { r.SetEdns0(4096, false) },
-		"do":        func(r *dns.Msg, _ *test.ResponseWriter) { r.SetEdns0(dns.MinMsgSize, true) },
-		"cd":        func(r *dns.Msg, _ *test.ResponseWriter) { r.CheckingDisabled = true },
-		"tcp":       func(_ *dns.Msg, w *test.ResponseWriter) { w.TCP = true },
+		"name":   func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Name = "example.net." },
+		"type":   func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Qtype = dns.TypeAAAA },
+		"class":  func(r *dns.Msg, _ *test.ResponseWriter) { r.Question[0].Qclass = dns.ClassCHAOS },
+		"buffer": func(r *dns.Msg, _ *test.ResponseWriter) { r.SetEdns0(4096, false) },
+		"do":     func(r *dns.Msg, _ *test.ResponseWriter) { r.SetEdns0(dns.MinMsgSize, true) },
+		"cd":     func(r *dns.Msg, _ *test.ResponseWriter) { r.CheckingDisabled = true },
+		"tcp":    func(_ *dns.Msg, w *test.ResponseWriter) { w.TCP = true },
 		"option": func(r *dns.Msg, _ *test.ResponseWriter) {
 			r.SetEdns0(dns.MinMsgSize, false)
 			r.IsEdns0().Option = append(r.IsEdns0().Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0123456789abcdef"})
