@@ -55,6 +55,7 @@ type builder struct {
 	more       map[string][]*object        // name -> the others, when more than one does (rare)
 	skipped    map[string]int              // tenancy-skipped endpoints per name
 	conflict   map[string]int              // CNAMEs skipped beside other data per name
+	oversize   map[string][]uint16         // name -> the types of its RRsets refused as too large
 	refusedAt  map[string]map[string]int   // name -> tenancy reason -> endpoints refused
 	owner      map[string]string           // name -> owner namespace (strict tenancy or grants)
 	ownedBelow map[string]map[string]int32 // name -> namespace -> owned names strictly below
@@ -68,7 +69,7 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 		cfg: cfg, snap: snap, co: newCoalescer(batchDelay, 0),
 		pending: make(map[string]change),
 		objects: make(map[string]*object), byName: make(map[string]*object), more: make(map[string][]*object),
-		skipped: make(map[string]int), conflict: make(map[string]int),
+		skipped: make(map[string]int), conflict: make(map[string]int), oversize: map[string][]uint16{},
 		refusedAt: map[string]map[string]int{}, owner: map[string]string{}, ownedBelow: map[string]map[string]int32{},
 		prefix: store.DefaultPrefix,
 	}
@@ -357,6 +358,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 	if !ok {
 		b.count(name, 0, 0)
 		b.refuse(name, nil)
+		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
 	objs := append([]*object{first}, b.more[name]...)
@@ -376,6 +378,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 		// Nobody may publish here: the name does not exist (NXDOMAIN, or
 		// an empty non-terminal above names that others may publish).
 		b.count(name, b.refuse(name, refused), 0)
+		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
 	for _, o := range kept {
@@ -450,6 +453,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 			if cover == -2 {
 				// A refused wildcard does not exist: it synthesizes nothing.
 				b.count(name, b.refuse(name, refused), 0)
+				b.refuseOversized(name, nil, nil)
 				return nil, owner
 			} else {
 				sets, owned = slices.Delete(sets, cover, cover+1), slices.Delete(owned, cover, cover+1)
@@ -493,11 +497,116 @@ func (b *builder) merge(name, zone string) (*node, string) {
 	b.count(name, skipped, conflicts)
 
 	sets = slices.DeleteFunc(sets, func(s merged) bool { return len(s.rrs) == 0 && len(s.addrs) == 0 })
+	if had := len(sets); had > 0 {
+		if sets = b.refuseOversized(name, sets, kept); len(sets) == 0 {
+			// Nothing left to serve: the name does not exist, as where
+			// BIND and Knot refuse the record.
+			return nil, owner
+		}
+	} else {
+		b.refuseOversized(name, nil, nil)
+	}
 	slices.SortFunc(sets, func(x, y merged) int { return cmp.Compare(x.rtype, y.rtype) })
 	n := newNode(h, sets)
 	n.cut = name != zone && n.get(dns.TypeNS) != nil
 	return n, owner
 }
+
+// maxMsgSize is the largest DNS message, over TCP (RFC 1035 §4.2.2) and in
+// a transfer's messages alike.
+const maxMsgSize = dns.MaxMsgSize
+
+// refuseOversized returns sets without the RRsets that fit in no answer
+// (see oversized). A set refused now that was not before is logged once,
+// counted in invalid_endpoints_total{reason="size"} and reported to the
+// objects that declare it; nil sets clears what name had.
+func (b *builder) refuseOversized(name string, sets []merged, kept []*object) []merged {
+	var refused []uint16
+	sets = slices.DeleteFunc(sets, func(s merged) bool {
+		size, too := b.oversized(name, s)
+		if !too {
+			return false
+		}
+		refused = append(refused, s.rtype)
+		if slices.Contains(b.oversize[name], s.rtype) {
+			return true
+		}
+		msg := fmt.Sprintf("the %s RRset at %s needs %d octets with its question and the SOA, more than the %d a DNS message holds: refused, as BIND and Knot refuse it",
+			dns.TypeToString[s.rtype], name, size, maxMsgSize)
+		log.Warning(msg)
+		invalidEndpoints.WithLabelValues(reasonSize).Inc()
+		if b.report != nil {
+			for _, o := range kept {
+				if slices.ContainsFunc(o.at(name), func(e rrEndpoint) bool { return e.rtype == s.rtype }) {
+					b.report(o, "InvalidEndpoint", msg)
+				}
+			}
+		}
+		return true
+	})
+	if len(refused) == 0 {
+		delete(b.oversize, name)
+	} else {
+		b.oversize[name] = refused
+	}
+	return sets
+}
+
+// oversized reports whether the RRset s at name, in an answer with its
+// question and the zone's SOA in the authority section (the largest answer
+// a query or the first message of a transfer gives it), is larger than a
+// DNS message can be, and that answer's size. Such an RRset can be served
+// neither over TCP (a truncated answer without it) nor by transfer (a
+// message that fails to pack). An upper bound is computed first, names
+// uncompressed except the owner; only a set near the limit is packed.
+func (b *builder) oversized(name string, s merged) (int, bool) {
+	var soa dns.RR
+	if zd := b.snap.Load().zones[plugin.Zones(b.cfg.zones).Matches(name)]; zd != nil && len(zd.soa) > 0 {
+		soa = zd.soa[0]
+	}
+	nameLen := len(name) + 1 // wire form of a fully qualified name
+	if name == "." {
+		nameLen = 1
+	}
+	fixed := 12 + nameLen + 4 // header and question
+	if soa != nil {
+		fixed += dns.Len(soa)
+	}
+	size := fixed
+	switch s.rtype {
+	case dns.TypeA:
+		size += len(s.addrs) * (2 + 10 + net4Len)
+	case dns.TypeAAAA:
+		size += len(s.addrs) * (2 + 10 + net6Len)
+	}
+	for _, rr := range s.rrs {
+		size += dns.Len(rr) - nameLen + 2 // the owner as a compression pointer
+	}
+	if size <= maxMsgSize || len(s.addrs) > 0 {
+		return size, size > maxMsgSize
+	}
+	// Near the limit: names in RDATA may compress further. A single RR's
+	// RDATA over 65,535 octets fits in no message however it is packed.
+	for _, rr := range s.rrs {
+		if dns.Len(rr)-nameLen-10 > maxMsgSize {
+			return size, true
+		}
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(name, s.rtype)
+	m.Answer = s.rrs
+	if soa != nil {
+		m.Ns = []dns.RR{soa}
+	}
+	m.Compress = true
+	size = m.Len()
+	return size, size > maxMsgSize
+}
+
+const (
+	net4Len = 4  // A RDATA
+	net6Len = 16 // AAAA RDATA
+)
 
 // compareRR orders an RRset deterministically by RDATA text (address
 // RRsets are ordered as addresses, before they are records).

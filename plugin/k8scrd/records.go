@@ -23,6 +23,7 @@ const (
 	reasonTTL     = "ttl"     // a negative or too large recordTTL
 	reasonDecode  = "decode"  // a manifest or object that is not a DNSEndpoint
 	reasonCNAMEs  = "cname"   // a CNAME endpoint with more than one target
+	reasonSize    = "size"    // an RRset that fits in no DNS message (see builder.oversized)
 	maxTTL        = 1<<31 - 1 // RFC 2181 §8
 	verbatimLabel = "k8gb.io/dnstype"
 	legacyLabel   = "k8gb.absa.oss/dnstype"
