@@ -29,6 +29,7 @@ var directives = []string{
 	"errors",
 	"log",
 	"dnstap",
+	"rrl",
 	"local",
 	"dns64",
 	"siit",

@@ -6,5 +6,6 @@ import (
 	_ "github.com/fleetdns/fleetdns/plugin/gslb"
 	_ "github.com/fleetdns/fleetdns/plugin/k8scrd"
 	_ "github.com/fleetdns/fleetdns/plugin/localtargets"
+	_ "github.com/fleetdns/fleetdns/plugin/rrl"
 	_ "github.com/fleetdns/fleetdns/plugin/splitdns"
 )
