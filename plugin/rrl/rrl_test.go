@@ -15,11 +15,11 @@ import (
 func TestBucketAndSlip(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	for _, c := range []struct {
-		name       string
-		rate       float64
-		slip       int
-		queries    int
-		spacing    time.Duration
+		name        string
+		rate        float64
+		slip        int
+		queries     int
+		spacing     time.Duration
 		sent, slip_ int
 	}{
 		{"a burst beyond the rate, slip 2", 5, 2, 25, 0, 5, 10},
