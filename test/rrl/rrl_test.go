@@ -1,0 +1,92 @@
+// Package rrl_test runs the built coredns binary with the rrl plugin and
+// sends it bursts over real sockets from several loopback networks.
+package rrl_test
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetdns/fleetdns/test/harness"
+
+	"github.com/miekg/dns"
+)
+
+// burst sends n queries from src (an IP) over UDP to addr, one at a time,
+// and counts the answers, the truncated ones, and bytes in and out.
+func burst(t *testing.T, src, addr, name string, qtype uint16, size uint16, n int) (answered, truncated, lost, in, out int) {
+	t.Helper()
+	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond, UDPSize: 65535,
+		Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}}
+	for range n {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		if size > 0 {
+			m.SetEdns0(size, false)
+		}
+		wire, _ := m.Pack()
+		in += len(wire)
+		r, _, err := c.Exchange(m, addr)
+		if err != nil {
+			lost++
+			continue
+		}
+		b, _ := r.Pack()
+		out += len(b)
+		if r.Truncated {
+			truncated++
+		} else {
+			answered++
+		}
+	}
+	return
+}
+
+func TestBurstFromOneNetworkIsLimitedOthersAndTCPAreNot(t *testing.T) {
+	ip := harness.NewIP(t)
+	metrics := harness.HostPort(t, ip)
+	srv := harness.StartCoreDNS(t, fmt.Sprintf(`example.org:53 {
+    bind %s
+    prometheus %s
+    rrl {
+        responses_per_second 5
+        window 2
+        slip 2
+    }
+    template IN A example.org {
+        answer "{{ .Name }} 60 IN A 10.0.0.1"
+    }
+}`, ip, metrics))
+	// Two client networks on loopback, /24s apart from each other.
+	clientA, clientB := "127.77.1.10", "127.78.1.10"
+	const n = 40
+	ans, tc, lost, _, _ := burst(t, clientA, srv.Addr, "www.example.org.", dns.TypeA, 0, n)
+	t.Logf("burst of %d from %s: %d answered, %d truncated (slipped), %d dropped", n, clientA, ans, tc, lost)
+	if ans > 10 || lost < n/3 || tc < n/4 {
+		t.Errorf("burst from one /24: %d answered, %d slipped, %d dropped; want at most 10 answered, about half of the rest slipped", ans, tc, lost)
+	}
+	ans2, tc2, _, _, _ := burst(t, "127.77.1.99", srv.Addr, "www.example.org.", dns.TypeA, 0, 5)
+	if ans2 > 1 {
+		t.Errorf("the same /24 from another address: %d answered (%d slipped), want it limited", ans2, tc2)
+	}
+	if ans, _, _, _, _ := burst(t, clientB, srv.Addr, "www.example.org.", dns.TypeA, 0, 5); ans != 5 {
+		t.Errorf("another /24 during the burst: %d of 5 answered", ans)
+	}
+	for i := range 20 {
+		m, err := harness.Ask(srv.Addr, "www.example.org.", dns.TypeA, harness.TCP, harness.Attempts(1))
+		if err != nil || m.Truncated || len(m.Answer) != 1 {
+			t.Fatalf("TCP query %d during the burst: %v %v", i, m, err)
+		}
+	}
+	body := harness.HTTPBody(t, "http://"+metrics+"/metrics")
+	for _, want := range []string{`coredns_rrl_responses_dropped_total{kind="answer"}`, `coredns_rrl_responses_slipped_total{kind="answer"}`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %s in /metrics", want)
+		}
+	}
+	if strings.Contains(body, "127.77") {
+		t.Errorf("a client address is in /metrics")
+	}
+}
