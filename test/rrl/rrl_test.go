@@ -18,7 +18,7 @@ import (
 // and counts the answers, the truncated ones, and bytes in and out.
 func burst(t *testing.T, src, addr, name string, qtype uint16, size uint16, n int) (answered, truncated, lost, in, out int) {
 	t.Helper()
-	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond, UDPSize: 65535,
+	c := &dns.Client{Net: "udp", Timeout: 50 * time.Millisecond, UDPSize: 65535,
 		Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}}
 	for range n {
 		m := new(dns.Msg)
@@ -33,6 +33,7 @@ func burst(t *testing.T, src, addr, name string, qtype uint16, size uint16, n in
 			lost++
 			continue
 		}
+		r.Compress = true // as the server packed it: the size on the wire
 		b, _ := r.Pack()
 		out += len(b)
 		if r.Truncated {
