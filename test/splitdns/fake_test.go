@@ -59,7 +59,7 @@ func startFake(t *testing.T, rcode int, answer string, opts ...func(*fakeUpstrea
 }
 
 func withDelay(d time.Duration) func(*fakeUpstream) { return func(u *fakeUpstream) { u.delay = d } }
-func silent(u *fakeUpstream)                         { u.silent = true }
+func silent(u *fakeUpstream)                        { u.silent = true }
 
 func (u *fakeUpstream) serve(proto string) func(w dns.ResponseWriter, r *dns.Msg) {
 	return func(w dns.ResponseWriter, r *dns.Msg) {

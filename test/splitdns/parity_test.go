@@ -344,7 +344,9 @@ func TestBlockMaxConcurrentIsOneLimitForTheBlock(t *testing.T) {
         max_concurrent 2`, slow.addr, fast.addr))
 	var wg sync.WaitGroup
 	for i := range 2 {
-		wg.Go(func() { answerA(t, srv.Addr, fmt.Sprintf("q%d.slow.internal.", i), harness.Attempts(1), harness.Timeout(5*time.Second)) })
+		wg.Go(func() {
+			answerA(t, srv.Addr, fmt.Sprintf("q%d.slow.internal.", i), harness.Attempts(1), harness.Timeout(5*time.Second))
+		})
 	}
 	time.Sleep(300 * time.Millisecond)
 	if got := answerA(t, srv.Addr, "www.example.org.", harness.Attempts(1)); got != "REFUSED" {
@@ -405,7 +407,9 @@ func TestWholeRouteDownClientWait(t *testing.T) {
 	// (max_fails 1) holds the upstream down.
 	var wg sync.WaitGroup
 	for _, s := range servers {
-		wg.Go(func() { answerA(t, s.addr, "first.down.internal.", harness.Attempts(1), harness.Timeout(5*time.Second)) })
+		wg.Go(func() {
+			answerA(t, s.addr, "first.down.internal.", harness.Attempts(1), harness.Timeout(5*time.Second))
+		})
 	}
 	wg.Wait()
 	for _, s := range servers {
