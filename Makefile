@@ -34,10 +34,12 @@ deps:
 vet:
 	$(GO) vet ./...
 
-# lint: staticcheck at a pinned version, through go run so that nothing needs
-# installing (the first run downloads and builds it; later ones reuse both caches).
+# lint: gofmt, then staticcheck at a pinned version, through go run so that
+# nothing needs installing (the first run downloads and builds it; later ones
+# reuse both caches).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
+	@unformatted=$$(gofmt -l cmd internal plugin test); if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
 
 # dupl: the number of copies of code (clone groups of at least DUPL_TOKENS
