@@ -2,7 +2,11 @@ package gslb
 
 import (
 	"context"
+	"errors"
+	"net"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -17,7 +21,8 @@ import (
 // for both). Every exchange here dials its own socket, so each query has a
 // fresh random source port; its ID is the random one SetQuestion gave it.
 type exchanger struct {
-	udp, tcp *dns.Client
+	timeout time.Duration
+	tcp     *dns.Client
 }
 
 // newExchanger returns an exchanger whose every attempt (the UDP one, and
@@ -25,27 +30,90 @@ type exchanger struct {
 // caller's context ends, whichever comes first.
 func newExchanger(timeout time.Duration) exchanger {
 	return exchanger{
-		udp: &dns.Client{Net: "udp", Timeout: timeout},
-		tcp: &dns.Client{Net: "tcp", Timeout: timeout},
+		timeout: timeout,
+		tcp:     &dns.Client{Net: "tcp", Timeout: timeout},
 	}
 }
 
 // exchange sends m to server over UDP, and again over TCP when the answer
-// is truncated (RFC 7766 §5). A UDP datagram with another ID is not the
-// answer and is skipped (dns.Client reads on until the timeout); an answer
-// to another question is an error.
+// is truncated (RFC 7766 §5).
 func (x exchanger) exchange(ctx context.Context, m *dns.Msg, server string) (*dns.Msg, error) {
-	r, _, err := x.udp.ExchangeContext(ctx, m, server)
+	r, err := x.udp(ctx, m, server)
 	if err == nil && r.Truncated {
 		r, _, err = x.tcp.ExchangeContext(ctx, m, server)
+		if err == nil {
+			err = answersQuestion(m, r)
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := answersQuestion(m, r); err != nil {
+	return r, nil
+}
+
+// udpBufs holds read buffers of the largest datagram, so that an answer of
+// any size is read whole.
+var udpBufs = sync.Pool{New: func() any { b := make([]byte, dns.MaxMsgSize); return &b }}
+
+// udp sends m over a socket of its own and reads until the answer arrives
+// or the attempt's time is up. Like CoreDNS's proxy, it reads on past
+// datagrams that are not the answer: one that does not decode (a stray
+// 2-byte datagram is "dns: short read" to dns.Client, which then gives up)
+// or carries another ID is skipped; one with the ID that is not a response
+// to the question is remembered and reported when no answer follows, so a
+// spoofed or stray datagram from the peer's address cannot fail a query that
+// the real answer would complete.
+func (x exchanger) udp(ctx context.Context, m *dns.Msg, server string) (*dns.Msg, error) {
+	deadline := time.Now().Add(x.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	out, err := m.Pack()
+	if err != nil {
 		return nil, err
 	}
-	return r, nil
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "udp", server)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	// The context may end before the deadline (the caller gives up).
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	conn.SetDeadline(deadline)
+	if _, err := conn.Write(out); err != nil {
+		return nil, err
+	}
+
+	bp := udpBufs.Get().(*[]byte)
+	defer udpBufs.Put(bp)
+	buf := *bp
+	var rejected error // why the last datagram with the query's ID was no answer
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			if rejected != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, rejected
+			}
+			return nil, err
+		}
+		r := new(dns.Msg)
+		if r.Unpack(buf[:n]) != nil || r.Id != m.Id {
+			continue
+		}
+		if !r.Response {
+			rejected = failed(reasonMalformed, "not a response")
+			continue
+		}
+		if err := answersQuestion(m, r); err != nil {
+			rejected = err
+			continue
+		}
+		return r, nil
+	}
 }
 
 // answersQuestion checks that r carries q's one question: name (in any

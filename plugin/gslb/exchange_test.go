@@ -157,3 +157,55 @@ func TestExchangeSilentServerTimesOut(t *testing.T) {
 		t.Errorf("error %v, want a timeout", err)
 	}
 }
+
+// strayServer answers every UDP query on loopback with the datagrams of
+// stray (raw bytes) first, then the answer.
+func strayServer(t *testing.T, stray ...[]byte) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := new(dns.Msg)
+			if q.Unpack(buf[:n]) != nil {
+				continue
+			}
+			for _, s := range stray {
+				pc.WriteTo(s, from)
+			}
+			out, _ := aReply(q, "10.0.0.1").Pack()
+			pc.WriteTo(out, from)
+		}
+	}()
+	return pc.LocalAddr().String()
+}
+
+func TestExchangeSurvivesStrayDatagrams(t *testing.T) {
+	q := new(dns.Msg)
+	q.SetQuestion("a."+zone, dns.TypeA)
+	// The stray datagrams carry the ID of whatever query is in flight: the
+	// server cannot know it in advance, so the second one reuses the
+	// header of a well-formed message and the question of another name.
+	other := new(dns.Msg)
+	other.SetQuestion("other."+zone, dns.TypeA)
+	other.Response = true
+	otherWire, _ := other.Pack()
+	addr := strayServer(t, []byte{0, 0}, []byte("\x12\x34\x81"), otherWire)
+	for range 5 {
+		r, err := exchangeA(t, newExchanger(time.Second), addr, "a."+zone)
+		if err != nil {
+			t.Fatalf("a stray datagram before the answer failed the exchange: %v", err)
+		}
+		if got := r.Answer[0].(*dns.A).A.String(); got != "10.0.0.1" {
+			t.Errorf("answer %s, want 10.0.0.1", got)
+		}
+	}
+}
