@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -84,14 +85,48 @@ type discovery struct {
 	servers []string // the parent's servers, host:port
 	refresh time.Duration
 	port    string // the peers' DNS port
+	// allow are the glue addresses taken although they are loopback,
+	// link-local, unspecified or multicast.
+	allow []netip.Prefix
 
 	attempted atomic.Bool
 }
+
+// maxPeerAddrs bounds the addresses of one discovered peer: the parent may
+// give one tag any number of names and glue records.
+const maxPeerAddrs = 8
 
 // delegation is what one look at the parent found.
 type delegation struct {
 	peers map[string][]string // geo tag -> host:port, sorted
 	own   bool                // this cluster's name server is in it
+	// ignored are the geo tags beyond max_peers; refused the glue addresses
+	// that no allow CIDR or static peer names.
+	ignored []string
+	refused []string
+}
+
+// glueAllowed refuses addresses that reach this host or its link (the cloud
+// metadata service at 169.254.169.254) rather than another cluster, unless
+// an allow CIDR or a static peer names them.
+func (g *GSLB) glueAllowed(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsLinkLocalMulticast() && !a.IsUnspecified() && !a.IsMulticast() {
+		return true
+	}
+	for _, p := range g.disc.allow {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	for _, addrs := range g.static {
+		for _, hp := range addrs {
+			if ap, err := netip.ParseAddrPort(hp); err == nil && ap.Addr().Unmap() == a {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // discover asks the parent's servers, in order, for the zone's NS set and
@@ -141,15 +176,24 @@ func (g *GSLB) askParent(ctx context.Context, x exchanger, server string) (deleg
 	if len(names) == 0 {
 		return delegation{}, errors.New("no NS records for the zone")
 	}
-	glue := map[string][]string{}
+	// Sorted, so that the peers kept under max_peers are the same ones
+	// whatever order the parent gives.
+	slices.Sort(names)
+	glue := map[string][]netip.Addr{}
 	for _, rr := range r.Extra {
+		var (
+			a  netip.Addr
+			ok bool
+		)
 		switch x := rr.(type) {
 		case *dns.A:
-			n := strings.ToLower(x.Hdr.Name)
-			glue[n] = append(glue[n], x.A.String())
+			a, ok = netip.AddrFromSlice(x.A.To4())
 		case *dns.AAAA:
-			n := strings.ToLower(x.Hdr.Name)
-			glue[n] = append(glue[n], x.AAAA.String())
+			a, ok = netip.AddrFromSlice(x.AAAA.To16())
+		}
+		if ok {
+			n := strings.ToLower(rr.Header().Name)
+			glue[n] = append(glue[n], a)
 		}
 	}
 
@@ -164,27 +208,52 @@ func (g *GSLB) askParent(ctx context.Context, x exchanger, server string) (deleg
 			d.own = true
 			continue
 		}
+		if _, known := d.peers[tag]; !known && len(d.peers) >= g.maxPeers {
+			if !slices.Contains(d.ignored, tag) {
+				d.ignored = append(d.ignored, tag)
+			}
+			continue
+		}
+		if len(d.peers[tag]) >= maxPeerAddrs {
+			continue
+		}
 		addrs := glue[n]
 		if len(addrs) == 0 {
 			// No glue (out of bailiwick): ask the parent's server for it.
 			for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
 				if a, err := parentQuery(ctx, x, server, n, t); err == nil {
 					for _, rr := range a.Answer {
+						var (
+							ip netip.Addr
+							ok bool
+						)
 						switch x := rr.(type) {
 						case *dns.A:
-							addrs = append(addrs, x.A.String())
+							ip, ok = netip.AddrFromSlice(x.A.To4())
 						case *dns.AAAA:
-							addrs = append(addrs, x.AAAA.String())
+							ip, ok = netip.AddrFromSlice(x.AAAA.To16())
+						}
+						if ok {
+							addrs = append(addrs, ip)
 						}
 					}
 				}
 			}
 		}
 		for _, a := range addrs {
-			hp := net.JoinHostPort(a, g.disc.port)
-			if !slices.Contains(d.peers[tag], hp) {
+			if !g.glueAllowed(a) {
+				if s := a.String(); !slices.Contains(d.refused, s) {
+					d.refused = append(d.refused, s)
+				}
+				continue
+			}
+			hp := net.JoinHostPort(a.Unmap().String(), g.disc.port)
+			if len(d.peers[tag]) < maxPeerAddrs && !slices.Contains(d.peers[tag], hp) {
 				d.peers[tag] = append(d.peers[tag], hp)
 			}
+		}
+		if len(d.peers[tag]) == 0 {
+			delete(d.peers, tag)
 		}
 	}
 	for tag := range d.peers {
@@ -201,6 +270,8 @@ func (g *GSLB) runDiscovery(ctx context.Context) {
 		last       map[string][]string
 		failing    bool
 		linkLogged = -1 // 1: own NS present, 0: missing, as last logged
+		ignored    []string
+		refused    []string
 	)
 	every(ctx, g.disc.refresh, nil, func(ctx context.Context) {
 		d, err := g.discover(ctx)
@@ -232,6 +303,16 @@ func (g *GSLB) runDiscovery(ctx context.Context) {
 				}
 				linkLogged = link
 			}
+			discoveryIgnored.WithLabelValues(g.zone).Set(float64(len(d.ignored)))
+			discoveryRefused.WithLabelValues(g.zone).Set(float64(len(d.refused)))
+			if len(d.ignored) > 0 && !slices.Equal(ignored, d.ignored) {
+				log.Warningf("The parent's delegation of %s names more than max_peers %d peers: %d ignored, among them %s", g.zone, g.maxPeers, len(d.ignored), d.ignored[0])
+			}
+			ignored = d.ignored
+			if len(d.refused) > 0 && !slices.Equal(refused, d.refused) {
+				log.Warningf("The parent's delegation of %s gives %d glue addresses of this host or its link, refused (peers_from_ns allow takes them): %v", g.zone, len(d.refused), d.refused)
+			}
+			refused = d.refused
 			if last == nil || !maps.EqualFunc(last, d.peers, slices.Equal) {
 				log.Infof("Peers of %s from the parent's delegation: %v", g.zone, d.peers)
 				last = d.peers

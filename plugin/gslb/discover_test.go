@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"testing"
@@ -109,6 +110,7 @@ func TestPeersFromNSDelegation(t *testing.T) {
 		peers_from_ns %s {
 			refresh 1s
 			port %s
+			allow 127.0.0.0/8
 		}
 		timeout 300ms
 		refresh 300ms
@@ -159,7 +161,7 @@ func TestDiscoveryOutOfBailiwickNameServer(t *testing.T) {
 	parent := startParent(t, map[string]string{"gslb-ns-us-gslb-example-com.example.com.": ""})
 	g := New(zone)
 	g.geotag = "eu"
-	g.disc = &discovery{servers: []string{parent.addr}, refresh: time.Hour, port: "5300"}
+	g.disc = &discovery{servers: []string{parent.addr}, refresh: time.Hour, port: "5300", allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	var err error
 	if g.ns, err = newNSPattern(defaultNSPattern, zone); err != nil {
 		t.Fatal(err)

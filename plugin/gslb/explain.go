@@ -71,12 +71,12 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 	for i := range views {
 		v := &views[i]
 		if v.self {
-			lines = append(lines, fmt.Sprintf("tag %s self targets A %s AAAA %s", v.tag, addrList(v.a), addrList(v.aaaa)))
+			lines = append(lines, fmt.Sprintf("tag %s self targets A %s AAAA %s", v.tag, g.addrList(v.a), g.addrList(v.aaaa)))
 			continue
 		}
 		l := fmt.Sprintf("tag %s peer %s state %s", v.tag, strings.Join(*v.peer.addrs.Load(), ","), v.state)
 		if v.age > 0 || v.a != nil || v.aaaa != nil {
-			l += fmt.Sprintf(" age %.1fs targets A %s AAAA %s", v.age, addrList(v.a), addrList(v.aaaa))
+			l += fmt.Sprintf(" age %.1fs targets A %s AAAA %s", v.age, g.addrList(v.a), g.addrList(v.aaaa))
 		}
 		if e := v.peer.lastErr.Load(); e != nil && v.state != stateUp {
 			l += " last error " + *e
@@ -114,13 +114,19 @@ func (g *GSLB) explainAllowed(a netip.Addr) bool {
 	return false
 }
 
-func addrList(as []netip.Addr) string {
+// addrList lists at most max_targets addresses, so that the record of a
+// host with many targets still fits in a message.
+func (g *GSLB) addrList(as []netip.Addr) string {
 	if len(as) == 0 {
 		return "-"
 	}
-	s := make([]string, len(as))
-	for i, a := range as {
+	n := min(len(as), g.maxTargets)
+	s := make([]string, n, n+1)
+	for i, a := range as[:n] {
 		s[i] = a.String()
+	}
+	if len(as) > n {
+		s = append(s, fmt.Sprintf("(%d more)", len(as)-n))
 	}
 	return strings.Join(s, ",")
 }

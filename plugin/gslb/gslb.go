@@ -24,6 +24,12 @@ import (
 
 const pluginName = "gslb"
 
+// Defaults of max_targets and max_peers.
+const (
+	defaultMaxTargets = 64
+	defaultMaxPeers   = 64
+)
+
 var log = clog.NewWithPlugin(pluginName)
 
 // GSLB is the gslb plugin: one GSLB zone.
@@ -43,6 +49,8 @@ type GSLB struct {
 	splitBrain time.Duration
 	explain    []netip.Prefix
 	static     map[string][]string // tag -> host:port
+	maxTargets int                 // targets in one answer
+	maxPeers   int                 // peers taken from the parent
 	disc       *discovery
 	ns         *nsPattern
 
@@ -62,6 +70,12 @@ type GSLB struct {
 	policies    atomic.Pointer[sync.Map]
 	policyCount atomic.Int64
 	answerCount answerCounters
+
+	// unions holds the prepared union of every tag's targets of the hosts
+	// whose targets do not fit in one answer (unionOf), by name; rotation
+	// moves the window of such answers.
+	unions   sync.Map
+	rotation atomic.Uint64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -85,6 +99,8 @@ func New(zone string) *GSLB {
 		splitBrain: 60 * time.Second,
 		explain:    []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 		static:     map[string][]string{},
+		maxTargets: defaultMaxTargets,
+		maxPeers:   defaultMaxPeers,
 		now:        time.Now,
 	}
 	g.peers.Store(&peerSet{byTag: map[string]*peer{}})
@@ -167,7 +183,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	}
 
 	qtype := state.QType()
-	addrs := targets(views, d, qtype == dns.TypeAAAA)
+	addrs := g.targets(h.Name, views, d, qtype == dns.TypeAAAA)
 	ttl := g.ttlOf(pol, h)
 	hdr := dns.RR_Header{Name: state.QName(), Rrtype: qtype, Class: dns.ClassINET, Ttl: ttl}
 	m.Answer = make([]dns.RR, 0, len(addrs))

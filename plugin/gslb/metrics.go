@@ -80,6 +80,20 @@ var (
 		Help:      "Number of peers found in the parent's NS delegation (this cluster excluded).",
 	}, []string{"zone"})
 
+	discoveryIgnored = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "discovery_ignored_peers",
+		Help:      "Number of peers in the parent's NS delegation beyond max_peers, ignored.",
+	}, []string{"zone"})
+
+	discoveryRefused = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "discovery_refused_glue",
+		Help:      "Number of glue addresses in the parent's NS delegation refused as loopback, link-local, unspecified or multicast.",
+	}, []string{"zone"})
+
 	parentLink = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // state is what this cluster believes about a peer.
@@ -56,6 +57,10 @@ type peer struct {
 	st      atomic.Int32
 	lastOK  atomic.Int64 // unix nanoseconds of the last good answer
 	lastErr atomic.Pointer[string]
+	// fails counts the failures in a row (under mu); the refresh loop does
+	// not ask the peer again before retryAt (unix nanoseconds).
+	fails   int
+	retryAt atomic.Int64
 
 	// firstRound is set when a refresh cycle that started after the first
 	// walk of the declared hosts has finished, answered or not.
@@ -199,7 +204,11 @@ func (p *peer) observe(err error) {
 	next := stateUp
 	if err == nil {
 		p.lastOK.Store(now.UnixNano())
+		p.fails = 0
+		p.retryAt.Store(0)
 	} else {
+		p.fails++
+		p.retryAt.Store(now.Add(p.backoff()).UnixNano())
 		s := err.Error()
 		p.lastErr.Store(&s)
 		switch old {
@@ -228,6 +237,23 @@ func (p *peer) observe(err error) {
 	}
 }
 
+// maxBackoff caps the wait before a failing peer is asked again.
+const maxBackoff = 30 * time.Second
+
+// backoff is how long the refresh loop waits before it asks a peer that
+// failed p.fails times in a row: the loop's tick, doubled with every
+// failure, up to 30 s, and never past refresh, so that a peer that comes
+// back is seen within the refresh interval it would be anyway.
+func (p *peer) backoff() time.Duration {
+	g := p.g
+	limit := min(maxBackoff, max(g.refresh, g.tick))
+	d := g.tick
+	for i := 1; i < p.fails && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
 // run refreshes the peer's answers in the background until ctx is done.
 func (p *peer) run(ctx context.Context) { every(ctx, p.g.tick, p.kick, p.cycle) }
 
@@ -251,6 +277,9 @@ func (p *peer) cycle(ctx context.Context) {
 	}()
 
 	now := g.now()
+	if now.UnixNano() < p.retryAt.Load() {
+		return // backing off a failing peer
+	}
 	var due []string
 	if hosts := g.declared.Load(); hosts != nil {
 		for _, h := range *hosts {
@@ -333,9 +362,15 @@ func (p *peer) stop() {
 	}
 }
 
-// forgetMetrics drops the state series of a peer that left the set.
+// forgetMetrics drops every series of a peer that left the set, so that
+// peers that come and go (a parent that names others every refresh) do not
+// pile up series.
 func (p *peer) forgetMetrics() {
-	for _, s := range stateNames {
-		peerState.DeleteLabelValues(p.g.zone, p.tag, s)
-	}
+	l := prometheus.Labels{"zone": p.g.zone, "peer": p.tag}
+	peerState.DeletePartialMatch(l)
+	peerQueryDuration.DeletePartialMatch(l)
+	peerFailures.DeletePartialMatch(l)
+	peerTargetsDropped.DeletePartialMatch(l)
+	cacheMisses.DeletePartialMatch(l)
+	failovers.DeletePartialMatch(prometheus.Labels{"zone": p.g.zone, "tag": p.tag})
 }

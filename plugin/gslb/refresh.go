@@ -141,6 +141,12 @@ func (g *GSLB) walk() {
 	for _, n := range names {
 		set[n] = struct{}{}
 	}
+	g.unions.Range(func(k, _ any) bool {
+		if _, ok := set[strings.TrimPrefix(k.(string), "\x00")]; !ok {
+			g.unions.Delete(k)
+		}
+		return true
+	})
 	for _, p := range g.peers.Load().list {
 		p.forget(set)
 		p.wake()

@@ -125,6 +125,28 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 							return nil, err
 						}
 						g.disc.refresh = d
+					case "max_peers":
+						n, err := positive(c)
+						if err != nil {
+							return nil, err
+						}
+						g.maxPeers = n
+					case "allow":
+						args := corefile.Args(c)
+						if len(args) == 0 {
+							return nil, c.ArgErr()
+						}
+						for _, a := range args {
+							p, err := netip.ParsePrefix(a)
+							if err != nil {
+								ip, err2 := netip.ParseAddr(a)
+								if err2 != nil {
+									return nil, c.Errf("peers_from_ns allow: %v", err)
+								}
+								p = netip.PrefixFrom(ip, ip.BitLen())
+							}
+							g.disc.allow = append(g.disc.allow, p.Masked())
+						}
 					case "port":
 						args := corefile.Args(c)
 						if len(args) != 1 {
@@ -138,6 +160,12 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 						return nil, c.Errf("unknown property %q in peers_from_ns", c.Val())
 					}
 				}
+			case "max_targets":
+				n, err := positive(c)
+				if err != nil {
+					return nil, err
+				}
+				g.maxTargets = n
 			case "strategy":
 				args := corefile.Args(c)
 				if len(args) != 1 {
@@ -306,6 +334,20 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 	}
 	g.derive()
 	return g, nil
+}
+
+// positive reads the one argument of the current option: a number >= 1.
+func positive(c *caddy.Controller) (int, error) {
+	opt := c.Val()
+	args := corefile.Args(c)
+	if len(args) != 1 {
+		return 0, c.ArgErr()
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 {
+		return 0, c.Errf("bad %s %q, want a number >= 1", opt, args[0])
+	}
+	return n, nil
 }
 
 // derive sets the timings that follow from refresh.

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Strategy names, as written in the Corefile and in gslb/strategy.
@@ -257,24 +258,107 @@ func weightOf(pol *policy, tag string) int {
 }
 
 // targets returns the addresses of the asked family under d: the chosen
-// tag's, or every tag's de-duplicated.
-func targets(views []tagView, d decision, aaaa bool) []netip.Addr {
-	pick := func(v *tagView) []netip.Addr {
-		if aaaa {
-			return v.aaaa
-		}
-		return v.a
-	}
+// tag's, or every tag's de-duplicated, at most max_targets of them.
+//
+// A query does O(max_targets) work whatever the host carries: a small set is
+// merged here (at most max_targets² comparisons), a larger union is the one
+// prepared after the last change of a tag's targets (unionOf), and the
+// answer is a window of it that rotates per answer.
+func (g *GSLB) targets(name string, views []tagView, d decision, aaaa bool) []netip.Addr {
 	if d.chosen >= 0 {
-		return pick(&views[d.chosen])
+		return g.window(pick(&views[d.chosen], aaaa))
 	}
-	var out []netip.Addr
+	total := 0
 	for i := range views {
-		for _, a := range pick(&views[i]) {
-			if !containsAddr(out, a) {
-				out = append(out, a)
+		total += len(pick(&views[i], aaaa))
+	}
+	if total <= g.maxTargets {
+		var out []netip.Addr
+		for i := range views {
+			for _, a := range pick(&views[i], aaaa) {
+				if !containsAddr(out, a) {
+					out = append(out, a)
+				}
+			}
+		}
+		return out
+	}
+	return g.window(g.unionOf(name, views, aaaa))
+}
+
+func pick(v *tagView, aaaa bool) []netip.Addr {
+	if aaaa {
+		return v.aaaa
+	}
+	return v.a
+}
+
+// window returns list when it fits in max_targets, else max_targets of its
+// addresses from an offset that moves on by max_targets with every answer,
+// so that every target is handed out in turn.
+func (g *GSLB) window(list []netip.Addr) []netip.Addr {
+	n := g.maxTargets
+	if len(list) <= n {
+		return list
+	}
+	start := int((g.rotation.Add(1) * uint64(n)) % uint64(len(list)))
+	out := make([]netip.Addr, n)
+	k := copy(out, list[start:])
+	copy(out[k:], list)
+	return out
+}
+
+// union is every tag's targets of one family of a host, de-duplicated, in
+// the order of the tags, with the slices it was made from. Those slices are
+// immutable (the store's host, localtargets' healthy set, a peer's cached
+// answer): the same slices make the same union.
+type union struct {
+	from  []addrSlice
+	addrs []netip.Addr
+}
+
+type addrSlice struct {
+	p *netip.Addr
+	n int
+}
+
+func sliceOf(a []netip.Addr) addrSlice { return addrSlice{unsafe.SliceData(a), len(a)} }
+
+// unionOf returns the union of the views' targets of one family, made anew
+// only when one of the slices it comes from changed: when the store, the
+// healthy set or a peer's answer changed, not per query.
+func (g *GSLB) unionOf(name string, views []tagView, aaaa bool) []netip.Addr {
+	key := name
+	if aaaa {
+		key = "\x00" + name
+	}
+	if v, ok := g.unions.Load(key); ok {
+		u := v.(*union)
+		if len(u.from) == len(views) {
+			same := true
+			for i := range views {
+				if u.from[i] != sliceOf(pick(&views[i], aaaa)) {
+					same = false
+					break
+				}
+			}
+			if same {
+				return u.addrs
 			}
 		}
 	}
-	return out
+	u := &union{from: make([]addrSlice, len(views))}
+	seen := map[netip.Addr]struct{}{}
+	for i := range views {
+		list := pick(&views[i], aaaa)
+		u.from[i] = sliceOf(list)
+		for _, a := range list {
+			if _, dup := seen[a]; !dup {
+				seen[a] = struct{}{}
+				u.addrs = append(u.addrs, a)
+			}
+		}
+	}
+	g.unions.Store(key, u)
+	return u.addrs
 }

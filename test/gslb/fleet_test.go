@@ -203,6 +203,7 @@ func (f *fleet) clusterCorefile(c *cluster, o fleetOptions) string {
         geotag %[3]s
         peers_from_ns %[4]s:53 {
             refresh 1s
+            allow 127.0.0.0/8
         }
         strategy roundRobin
         timeout %[5]s
