@@ -181,7 +181,11 @@ func strayServer(t *testing.T, stray ...[]byte) string {
 			for _, s := range stray {
 				pc.WriteTo(s, from)
 			}
-			out, _ := aReply(q, "10.0.0.1").Pack()
+			a := aReply(q, "10.0.0.1")
+			if q.Question[0].Qtype != dns.TypeA {
+				a.Answer = nil // NODATA
+			}
+			out, _ := a.Pack()
 			pc.WriteTo(out, from)
 		}
 	}()

@@ -264,8 +264,8 @@ func (g *GSLB) collect(h *store.Host, views []tagView) []tagView {
 		if !v.miss {
 			continue
 		}
-		cacheMisses.WithLabelValues(g.zone, v.peer.tag).Inc()
 		p := v.peer
+		p.record(func() { cacheMisses.WithLabelValues(g.zone, p.tag).Inc() })
 		chans[i] = g.flight.DoChan(p.tag+"\x00"+h.Name, func() (any, error) { return p.fetchIfDue(h.Name) })
 	}
 	timer := time.NewTimer(g.timeout)

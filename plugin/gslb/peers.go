@@ -68,6 +68,21 @@ type peer struct {
 
 	kick   chan struct{}
 	cancel context.CancelFunc
+
+	// metricsMu orders the series writes of queries still in flight after
+	// the peer left the set before forgetMetrics, so that none is
+	// created again once deleted.
+	metricsMu sync.RWMutex
+	gone      bool
+}
+
+// record runs f, which writes the peer's series, unless the peer is gone.
+func (p *peer) record(f func()) {
+	p.metricsMu.RLock()
+	defer p.metricsMu.RUnlock()
+	if !p.gone {
+		f()
+	}
 }
 
 func newPeer(g *GSLB, tag string, addrs []string) *peer {
@@ -143,7 +158,7 @@ func (p *peer) fetch(host string) (*hostTargets, error) {
 			ttl = min(ttl, time.Duration(x.ttl)*time.Second)
 		}
 		if x.dropped > 0 {
-			peerTargetsDropped.WithLabelValues(g.zone, p.tag).Add(float64(x.dropped))
+			p.record(func() { peerTargetsDropped.WithLabelValues(g.zone, p.tag).Add(float64(x.dropped)) })
 		}
 	}
 	ttl = max(ttl, g.floor)
@@ -169,11 +184,15 @@ func (p *peer) query(ctx context.Context, qname string, qtype uint16) (peerAnswe
 	result := "ok"
 	if err != nil {
 		result = reasonOf(err)
-		peerFailures.WithLabelValues(p.g.zone, p.tag, result).Inc()
 		// The next query tries the peer's next name server.
 		p.next.Add(1)
 	}
-	peerQueryDuration.WithLabelValues(p.g.zone, p.tag, result).Observe(time.Since(start).Seconds())
+	p.record(func() {
+		if err != nil {
+			peerFailures.WithLabelValues(p.g.zone, p.tag, result).Inc()
+		}
+		peerQueryDuration.WithLabelValues(p.g.zone, p.tag, result).Observe(time.Since(start).Seconds())
+	})
 	return pa, err
 }
 
@@ -225,8 +244,10 @@ func (p *peer) observe(err error) {
 		return
 	}
 	p.st.Store(int32(next))
-	peerState.WithLabelValues(p.g.zone, p.tag, old.String()).Set(0)
-	peerState.WithLabelValues(p.g.zone, p.tag, next.String()).Set(1)
+	p.record(func() {
+		peerState.WithLabelValues(p.g.zone, p.tag, old.String()).Set(0)
+		peerState.WithLabelValues(p.g.zone, p.tag, next.String()).Set(1)
+	})
 	switch next {
 	case stateUp:
 		log.Infof("Peer %s (%s) of %s is up", p.tag, p.addr(), p.g.zone)
@@ -366,6 +387,9 @@ func (p *peer) stop() {
 // peers that come and go (a parent that names others every refresh) do not
 // pile up series.
 func (p *peer) forgetMetrics() {
+	p.metricsMu.Lock()
+	defer p.metricsMu.Unlock()
+	p.gone = true
 	l := prometheus.Labels{"zone": p.g.zone, "peer": p.tag}
 	peerState.DeletePartialMatch(l)
 	peerQueryDuration.DeletePartialMatch(l)

@@ -72,7 +72,8 @@ func (g *GSLB) setPeers(discovered map[string][]string) {
 		ps.byTag[tag] = p
 		ps.list = append(ps.list, p)
 	}
-	g.peers.Store(ps)
+	// The peers that left are stopped and their series deleted before the
+	// new set is published: whoever sees the new set sees no gone series.
 	for tag, p := range old.byTag {
 		if _, ok := ps.byTag[tag]; !ok {
 			log.Infof("Peer %s of %s is gone", tag, g.zone)
@@ -80,6 +81,7 @@ func (g *GSLB) setPeers(discovered map[string][]string) {
 			p.forgetMetrics()
 		}
 	}
+	g.peers.Store(ps)
 }
 
 // runWalk keeps the list of the zone's GSLB hosts that the peer loops

@@ -273,10 +273,14 @@ func (g *GSLB) targets(name string, views []tagView, d decision, aaaa bool) []ne
 		total += len(pick(&views[i], aaaa))
 	}
 	if total <= g.maxTargets {
+		// Each tag's list is de-duplicated already (the store's host and
+		// the healthy set by the store's contract, a peer's answer when
+		// parsed): an address is looked for among the earlier tags' only.
 		var out []netip.Addr
 		for i := range views {
+			earlier := len(out)
 			for _, a := range pick(&views[i], aaaa) {
-				if !containsAddr(out, a) {
+				if !containsAddr(out[:earlier], a) {
 					out = append(out, a)
 				}
 			}
