@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -51,10 +50,6 @@ func (x exchanger) exchange(ctx context.Context, m *dns.Msg, server string) (*dn
 	return r, nil
 }
 
-// udpBufs holds read buffers of the largest datagram, so that an answer of
-// any size is read whole.
-var udpBufs = sync.Pool{New: func() any { b := make([]byte, dns.MaxMsgSize); return &b }}
-
 // udp sends m over a socket of its own and reads until the answer arrives
 // or the attempt's time is up. Like CoreDNS's proxy, it reads on past
 // datagrams that are not the answer: one that does not decode (a stray
@@ -88,9 +83,13 @@ func (x exchanger) udp(ctx context.Context, m *dns.Msg, server string) (*dns.Msg
 		return nil, err
 	}
 
-	bp := udpBufs.Get().(*[]byte)
-	defer udpBufs.Put(bp)
-	buf := *bp
+	// As large as the answer may be (RFC 1035's 512 octets, or the EDNS
+	// size offered), as dns.Client reads it.
+	size := dns.MinMsgSize
+	if o := m.IsEdns0(); o != nil && int(o.UDPSize()) > size {
+		size = int(o.UDPSize())
+	}
+	buf := make([]byte, size)
 	var rejected error // why the last datagram with the query's ID was no answer
 	for {
 		n, err := conn.Read(buf)
