@@ -17,6 +17,7 @@
 package corefile
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/coredns/caddy"
@@ -78,3 +79,27 @@ func Duration(c *caddy.Controller, least time.Duration) (time.Duration, error) {
 }
 
 func isBrace(s string) bool { return s == "{" || s == "}" }
+
+// Prefixes reads the arguments of the current property as CIDRs, a bare
+// address standing for its own host prefix (allow lists, ACLs). At least one
+// is required; the errors name the property, the argument and the line.
+func Prefixes(c *caddy.Controller) ([]netip.Prefix, error) {
+	what := c.Val()
+	args := Args(c)
+	if len(args) == 0 {
+		return nil, c.ArgErr()
+	}
+	out := make([]netip.Prefix, 0, len(args))
+	for _, a := range args {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			ip, err2 := netip.ParseAddr(a)
+			if err2 != nil {
+				return nil, c.Errf("%s %q: not a CIDR or an address", what, a)
+			}
+			p = netip.PrefixFrom(ip, ip.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}

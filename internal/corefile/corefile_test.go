@@ -157,3 +157,28 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefixes(t *testing.T) {
+	c := caddy.NewTestController("dns", "allow 127.0.0.0/8 10.1.2.3 fd00::1 192.0.2.77/24")
+	c.Next()
+	got, err := Prefixes(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"127.0.0.0/8", "10.1.2.3/32", "fd00::1/128", "192.0.2.0/24"}
+	if len(got) != len(want) {
+		t.Fatalf("Prefixes = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("Prefixes[%d] = %s, want %s (masked; an address is its host prefix)", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"allow", "allow 10.0.0.0/33", "allow nonsense"} {
+		c := caddy.NewTestController("dns", bad)
+		c.Next()
+		if _, err := Prefixes(c); err == nil || !strings.Contains(err.Error(), "Testfile:1") {
+			t.Errorf("%q: error %v, want one naming the line", bad, err)
+		}
+	}
+}

@@ -132,21 +132,11 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 						}
 						g.maxPeers = n
 					case "allow":
-						args := corefile.Args(c)
-						if len(args) == 0 {
-							return nil, c.ArgErr()
+						p, err := corefile.Prefixes(c)
+						if err != nil {
+							return nil, err
 						}
-						for _, a := range args {
-							p, err := netip.ParsePrefix(a)
-							if err != nil {
-								ip, err2 := netip.ParseAddr(a)
-								if err2 != nil {
-									return nil, c.Errf("peers_from_ns allow: %v", err)
-								}
-								p = netip.PrefixFrom(ip, ip.BitLen())
-							}
-							g.disc.allow = append(g.disc.allow, p.Masked())
-						}
+						g.disc.allow = append(g.disc.allow, p...)
 					case "port":
 						args := corefile.Args(c)
 						if len(args) != 1 {

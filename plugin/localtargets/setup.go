@@ -1,7 +1,6 @@
 package localtargets
 
 import (
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -169,17 +168,11 @@ func parseHealthCheck(c *caddy.Controller) (*healthCheck, error) {
 				}
 				hc.def.expectLo, hc.def.expectHi, hc.def.body = lo, hi, body
 			case "allow":
-				args := corefile.Args(c)
-				if len(args) == 0 {
-					return nil, c.ArgErr()
+				p, err := corefile.Prefixes(c)
+				if err != nil {
+					return nil, err
 				}
-				for _, a := range args {
-					p, err := netip.ParsePrefix(a)
-					if err != nil {
-						return nil, c.Errf("healthcheck allow %q: not a CIDR", a)
-					}
-					hc.allow = append(hc.allow, p.Masked())
-				}
+				hc.allow = append(hc.allow, p...)
 			default:
 				return nil, c.Errf("unknown healthcheck property %q", c.Val())
 			}

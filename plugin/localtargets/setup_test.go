@@ -96,7 +96,7 @@ func TestParse(t *testing.T) {
 		{"localtargets {\nhealthcheck tcp 80 {\ninterval soon\n}\n}", "not a positive duration", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nfails 0\n}\n}", "not a positive number", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\ninterval 1s\ntimeout 2s\n}\n}", "longer than its interval", nil},
-		{"localtargets {\nhealthcheck tcp 80 {\nallow 127.0.0.1\n}\n}", "not a CIDR", nil},
+		{"localtargets {\nhealthcheck tcp 80 {\nallow 127.0.0.1/40\n}\n}", "not a CIDR or an address", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nexpect 2xx\n}\n}", "a range such as 200-399", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nworkers 0\n}\n}", "not a positive number", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nretries 2\n}\n}", `unknown healthcheck property "retries"`, nil},
