@@ -56,7 +56,7 @@ unit:
 
 # timing: the unit tests that bound a latency, without -race (under it they
 # check what happens, not how fast; DESIGN.md keeps time bounds out of -race).
-TIMING_TESTS := ^(TestSteadyStateWaitsOnNoPeer|TestClientQueryWaitsAtMostTimeout|TestStoreChangeSeenWithoutWalking|TestStoreChangeCheckedWithoutWalking|TestHTTPCheckTimesOut|TestDeadFirstUpstreamSkipped|TestSilentUpstreamCostsOnlyTheTimeout)$$
+TIMING_TESTS := ^(TestQueryCostIndependentOfTargets|TestSteadyStateWaitsOnNoPeer|TestClientQueryWaitsAtMostTimeout|TestStoreChangeSeenWithoutWalking|TestStoreChangeCheckedWithoutWalking|TestHTTPCheckTimesOut|TestDeadFirstUpstreamSkipped|TestSilentUpstreamCostsOnlyTheTimeout)$$
 timing:
 	$(GO) test -count=1 -run '$(TIMING_TESTS)' ./plugin/...
 

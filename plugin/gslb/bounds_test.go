@@ -84,8 +84,14 @@ func TestQueryCostIndependentOfTargets(t *testing.T) {
 	for _, name := range []string{big, huge} {
 		cost := queryCost(t, g, name, n, 20*time.Second)
 		t.Logf("%s: %v per A query, 64 targets: %v (%.2fx)", name, cost, base, float64(cost)/float64(base))
-		if cost > 2*base {
-			t.Errorf("%s: %v per A query, want within 2x of the 64-target host's %v", name, cost, base)
+		// Under -race every memory access costs more, and more so over a big
+		// union: there only a quadratic cost (thousands of times) is caught.
+		bound := time.Duration(2)
+		if testkit.Race {
+			bound = 10
+		}
+		if cost > bound*base {
+			t.Errorf("%s: %v per A query, want within %dx of the 64-target host's %v", name, cost, bound, base)
 		}
 	}
 }
