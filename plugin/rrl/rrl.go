@@ -22,6 +22,7 @@ type RRL struct {
 
 	responses, nxdomains, errors float64 // per second
 	ipv4Prefix, ipv6Prefix       int
+	exempt                       []netip.Prefix // clients never limited (BIND's exempt-clients): peers, monitors
 	table                        *table
 	now                          func() time.Time
 }
@@ -30,7 +31,7 @@ type RRL struct {
 // limited: its source address cannot be spoofed.
 func (r *RRL) ServeDNS(ctx context.Context, w dns.ResponseWriter, m *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: m}
-	if state.Proto() != "udp" || plugin.Zones(r.Zones).Matches(state.Name()) == "" {
+	if state.Proto() != "udp" || plugin.Zones(r.Zones).Matches(state.Name()) == "" || r.exempted(state.IP()) {
 		return plugin.NextOrFailure(r.Name(), r.Next, ctx, w, m)
 	}
 	return plugin.NextOrFailure(r.Name(), r.Next, ctx, &limitedWriter{ResponseWriter: w, rrl: r}, m)
@@ -38,6 +39,24 @@ func (r *RRL) ServeDNS(ctx context.Context, w dns.ResponseWriter, m *dns.Msg) (i
 
 // Name implements plugin.Handler.
 func (r *RRL) Name() string { return "rrl" }
+
+// exempted reports whether the client at ip is never limited.
+func (r *RRL) exempted(ip string) bool {
+	if len(r.exempt) == 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range r.exempt {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
 
 // limitedWriter charges each response to its account before it is sent.
 type limitedWriter struct {

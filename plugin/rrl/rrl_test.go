@@ -123,7 +123,7 @@ func (a netAddr) String() string { return string(a) }
 
 // A burst from one network is limited, another network and TCP are not.
 func TestHandlerLimitsUDPPerNetwork(t *testing.T) {
-	c := caddy.NewTestController("dns", "rrl {\n responses_per_second 5\n slip 2\n}")
+	c := caddy.NewTestController("dns", "rrl {\n responses_per_second 5\n slip 2\n exempt 10.9.0.0/16 fd00::7\n}")
 	r, err := parse(c)
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +167,13 @@ func TestHandlerLimitsUDPPerNetwork(t *testing.T) {
 	}
 	if s, _ := count("10.1.1.1", true); s != 25 {
 		t.Errorf("TCP: %d sent, want all 25", s)
+	}
+	// exempt (BIND's exempt-clients): peers asking for localtargets-, monitors.
+	if s, _ := count("10.9.3.4", false); s != 25 {
+		t.Errorf("an exempt client: %d sent, want all 25", s)
+	}
+	if s, _ := count("fd00::7", false); s != 25 {
+		t.Errorf("an exempt IPv6 client: %d sent, want all 25", s)
 	}
 }
 

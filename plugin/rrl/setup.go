@@ -1,6 +1,7 @@
 package rrl
 
 import (
+	"github.com/fleetdns/fleetdns/internal/corefile"
 	"strconv"
 	"time"
 
@@ -37,10 +38,18 @@ func parse(c *caddy.Controller) (*RRL, error) {
 	r := &RRL{responses: defaultRate, nxdomains: -1, errors: -1, ipv4Prefix: 24, ipv6Prefix: 56, now: time.Now}
 	window, slip, size := defaultWindow, defaultSlip, defaultTableSize
 	for c.Next() {
-		r.Zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+		r.Zones = plugin.OriginsFromArgsOrServerBlock(corefile.Args(c), c.ServerBlockKeys)
 		for c.NextBlock() {
 			word := c.Val()
-			args := c.RemainingArgs()
+			if word == "exempt" {
+				p, err := corefile.Prefixes(c)
+				if err != nil {
+					return nil, err
+				}
+				r.exempt = append(r.exempt, p...)
+				continue
+			}
+			args := corefile.Args(c)
 			if len(args) != 1 {
 				return nil, c.ArgErr()
 			}
