@@ -19,9 +19,7 @@ func newTestPlugin(t testing.TB, zones, body string, files map[string]string) (*
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, dir, name, content)
 	}
 	c := caddy.NewTestController("dns", "k8scrd "+zones+" {\n directory "+dir+"\n"+body+"\n}")
 	k, err := parse(c)
@@ -37,6 +35,15 @@ func newTestPlugin(t testing.TB, zones, body string, files map[string]string) (*
 		t.Fatal("not ready after start")
 	}
 	return k, dir
+}
+
+// writeFile writes a manifest into the plugin's folder (the directory source
+// picks it up).
+func writeFile(t testing.TB, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // ask sends one query to the handler and returns the reply (a copy: checks may sort it).

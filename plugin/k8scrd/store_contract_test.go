@@ -40,9 +40,7 @@ func TestStoreContract(t *testing.T) {
 		t.Fatal("a signal before any change")
 	default:
 	}
-	if err := os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(testkit.DNSEndpoint("apps", "b", nil, testkit.EP("new.example.org", "A", 0, "10.0.0.2"))), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, dir, "b.yaml", testkit.DNSEndpoint("apps", "b", nil, testkit.EP("new.example.org", "A", 0, "10.0.0.2")))
 	select {
 	case <-changed:
 	case <-time.After(5 * time.Second):

@@ -1,8 +1,6 @@
 package k8scrd
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -178,28 +176,5 @@ func TestTenantGrantErrors(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "Testfile:") {
 			t.Errorf("%q: error %v does not name the line", tc.body, err)
 		}
-	}
-}
-
-func writeFile(t *testing.T, dir, name, content string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestLiteralLocalTargetsFollowTheirHost: the literal record arrives before
-// the host it speaks for (another object, another batch): once the host's
-// publisher is there, the record is served, in either tenancy.
-func TestLiteralLocalTargetsFollowTheirHost(t *testing.T) {
-	for _, mode := range []string{"shared", "strict"} {
-		t.Run(mode, func(t *testing.T) {
-			k, dir := newTestPlugin(t, "example.org", zoneBody+"\ntenancy "+mode, map[string]string{
-				"lt.yaml": testkit.DNSEndpoint("k8gb", "lt", k8gb(), testkit.EP("localtargets-app.example.org", "A", 0, "192.0.2.5")),
-			})
-			expectAnswers(t, k, map[string]string{"localtargets-app.example.org.": "NXDOMAIN"})
-			writeFile(t, dir, "app.yaml", testkit.DNSEndpoint("k8gb", "app", k8gb(), testkit.EP("app.example.org", "A", 0, "192.0.2.5", "192.0.2.6")))
-			testkit.Eventually(t, 5*time.Second, "the literal record served once its host is", hasA(k, t, "localtargets-app.example.org.", "192.0.2.5"))
-		})
 	}
 }
