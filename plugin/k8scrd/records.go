@@ -47,11 +47,15 @@ type rrEndpoint struct {
 type endpointExtra struct {
 	props  endpoint.ProviderSpecific
 	labels endpoint.Labels
+	// unready: health from EndpointSlices withdraws these targets from
+	// localtargets- and gslb answers; the zone's own answers keep them.
+	unready bool
 }
 
 // object is one DNSEndpoint, validated and grouped by name. Immutable once built.
 type object struct {
-	key       string // unique per source: "ns/name" for the API, "file:PATH#ns/name" for directory
+	key       string // unique per source: "ns/name" for the API, "file:PATH#ns/name" for directory; sourceKey for derived kinds
+	kind      string // "" for a DNSEndpoint, else the kind it was derived from (for Events)
 	namespace string
 	name      string
 	uid       string    // the API object's, for Events; "" from the directory

@@ -1,0 +1,194 @@
+package k8scrd
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/external-dns/endpoint"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// The kinds that `resources` names: the sources of the store. DNSEndpoint
+// objects carry records; the others are the cluster's own objects, whose
+// hosts, targets and health k8scrd derives (DESIGN.md, "Sources").
+const (
+	kindDNSEndpoint = "DNSEndpoint"
+	kindIngress     = "Ingress"
+	kindService     = "Service"
+	kindHTTPRoute   = "HTTPRoute"
+	kindGRPCRoute   = "GRPCRoute"
+	kindTLSRoute    = "TLSRoute"
+)
+
+// kinds are the words `resources` accepts, in the order the README lists them.
+var kinds = []string{kindDNSEndpoint, kindIngress, kindService, kindHTTPRoute, kindGRPCRoute, kindTLSRoute}
+
+// Annotations the sources read.
+const (
+	// annotationHostname lists a Service's hosts, comma separated (external-dns's convention).
+	annotationHostname = "external-dns.alpha.kubernetes.io/hostname"
+	// annotationTTL is the records' TTL in seconds (external-dns's convention).
+	annotationTTL = "external-dns.alpha.kubernetes.io/ttl"
+	// annotationIngressClass is the legacy class of an Ingress without ingressClassName.
+	annotationIngressClass = "kubernetes.io/ingress.class"
+	// annotationDefaultClass marks the default IngressClass.
+	annotationDefaultClass = "ingressclass.kubernetes.io/is-default-class"
+	// gslbAnnotations prefixes the GSLB policy of an object: gslb.fleetdns.io/strategy
+	// is the DNSEndpoint property gslb/strategy, and so on for every name.
+	gslbAnnotations = "gslb.fleetdns.io/"
+	// labelServiceName ties an EndpointSlice to its Service.
+	labelServiceName = "kubernetes.io/service-name"
+)
+
+// declared is what one of the cluster's objects (an Ingress, a Service, a
+// route) declares: its hosts inside the zones with their health, the
+// targets its status gives, and its GSLB policy. The derive functions
+// compute it from the object and the world around it; object turns it into
+// the builder's object, so that every plugin reads it through the one store.
+type declared struct {
+	kind, namespace, name, uid string
+	created, changed           time.Time
+	labels                     map[string]string
+
+	// hosts are the names inside the zones, lower-case and fully qualified
+	// ("*.shop.example.org." for a wildcard), sorted and unique.
+	hosts []declaredHost
+	// addrs are the status addresses (IPv4 and IPv6), sorted and unique;
+	// hostnames the status host names (lower-case, fully qualified, sorted,
+	// unique), which the resolver turns into addresses.
+	addrs     []netip.Addr
+	hostnames []string
+	// props is the GSLB policy: the gslb.fleetdns.io/* annotations as
+	// gslb/* properties, sorted by name.
+	props endpoint.ProviderSpecific
+	// ttl is the records' TTL from annotationTTL; ttlSet false: the block's default.
+	ttl    uint32
+	ttlSet bool
+
+	// services and gateways are what the derivation read ("namespace/name"):
+	// a change to one of them derives the object again.
+	services []string
+	gateways []string
+	// bad says what of the object cannot be served (an address that does
+	// not parse, an annotation out of range): logged once, counted, the rest served.
+	bad []string
+}
+
+// declaredHost is one host of a declared object.
+type declaredHost struct {
+	name string
+	// ready: a Service behind this host has a ready endpoint. Unready hosts
+	// keep their declaration; their targets leave localtargets- and gslb answers.
+	ready bool
+}
+
+// world is what a derivation reads besides the object itself: the informers'
+// caches, or the objects of the directory. Implementations are safe for
+// concurrent use.
+type world interface {
+	// ready reports whether Service namespace/name has a ready endpoint: an
+	// EndpointSlice labelled kubernetes.io/service-name=name in namespace
+	// with an endpoint whose conditions.ready is true or unset and whose
+	// conditions.terminating is not true.
+	ready(namespace, name string) bool
+	// defaultIngressClass is the IngressClass annotated
+	// ingressclass.kubernetes.io/is-default-class=true ("" when none; the
+	// newest when several, as the API server's admission picks).
+	defaultIngressClass() string
+	// gateway returns Gateway namespace/name, nil when there is none.
+	gateway(namespace, name string) *gatewayv1.Gateway
+}
+
+// sourceKey keys a derived object in the builder: kinds never collide
+// with each other or with DNSEndpoints ("namespace/name").
+func sourceKey(kind, namespace, name string) string {
+	return kind + ":" + namespace + "/" + name
+}
+
+// gslbProps turns an object's gslb.fleetdns.io/* annotations into the
+// gslb/* properties a DNSEndpoint would carry, sorted by name.
+func gslbProps(annotations map[string]string) endpoint.ProviderSpecific {
+	var props endpoint.ProviderSpecific
+	for k, v := range annotations {
+		if rest, ok := strings.CutPrefix(k, gslbAnnotations); ok && rest != "" {
+			props = append(props, endpoint.ProviderSpecificProperty{Name: "gslb/" + rest, Value: v})
+		}
+	}
+	slices.SortFunc(props, func(x, y endpoint.ProviderSpecificProperty) int { return strings.Compare(x.Name, y.Name) })
+	return props
+}
+
+// annotatedTTL reads annotationTTL: seconds, 0 to maxTTL. ok is false when
+// the annotation is absent; err names what is wrong with a present one.
+func annotatedTTL(annotations map[string]string) (ttl uint32, ok bool, bad string) {
+	v, present := annotations[annotationTTL]
+	if !present {
+		return 0, false, ""
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+	if err != nil || n > maxTTL {
+		return 0, false, "annotation " + annotationTTL + "=" + strconv.Quote(v) + ": want seconds, 0 to " + strconv.Itoa(maxTTL) + "; the default TTL is used"
+	}
+	return uint32(n), true, ""
+}
+
+// object converts d into the builder's object: at every host an A endpoint
+// (declared even while the load balancer is pending, so that the host
+// answers NODATA rather than NXDOMAIN) and an AAAA endpoint when there are
+// IPv6 targets, with the status addresses and those resolved of the status
+// host names (resolved may be nil). Unready hosts' endpoints are marked so.
+func (d *declared) object(resolved func(hostname string) []netip.Addr, zones []string, defaultTTL uint32) (*object, []invalid) {
+	addrs := slices.Clone(d.addrs)
+	if resolved != nil {
+		for _, h := range d.hostnames {
+			addrs = append(addrs, resolved(h)...)
+		}
+	}
+	var v4, v6 []string
+	for _, a := range addrs {
+		if a.Is4() || a.Is4In6() {
+			v4 = append(v4, a.Unmap().String())
+		} else {
+			v6 = append(v6, a.String())
+		}
+	}
+	slices.Sort(v4)
+	v4 = slices.Compact(v4)
+	slices.Sort(v6)
+	v6 = slices.Compact(v6)
+	var ttl endpoint.TTL
+	if d.ttlSet {
+		ttl = endpoint.TTL(d.ttl)
+	}
+	eps := make([]*endpoint.Endpoint, 0, 2*len(d.hosts))
+	for _, h := range d.hosts {
+		eps = append(eps, &endpoint.Endpoint{DNSName: h.name, RecordType: "A", Targets: v4, RecordTTL: ttl, ProviderSpecific: d.props})
+		if len(v6) > 0 {
+			eps = append(eps, &endpoint.Endpoint{DNSName: h.name, RecordType: "AAAA", Targets: v6, RecordTTL: ttl, ProviderSpecific: d.props})
+		}
+	}
+	o, bad := newObject(objectMeta{
+		key: sourceKey(d.kind, d.namespace, d.name), namespace: d.namespace, name: d.name, uid: d.uid,
+		created: d.created, changed: d.changed, labels: d.labels,
+	}, eps, zones, defaultTTL)
+	o.kind = d.kind
+	o.verbatim = false // k8gb's labels mark its operator's DNSEndpoints, never these objects
+	for i := range o.eps {
+		e := &o.eps[i]
+		j, ok := slices.BinarySearchFunc(d.hosts, e.name, func(h declaredHost, name string) int { return strings.Compare(h.name, name) })
+		if !ok || d.hosts[j].ready {
+			continue
+		}
+		if e.extra == nil {
+			e.extra = &endpointExtra{}
+		} else {
+			x := *e.extra
+			e.extra = &x
+		}
+		e.extra.unready = true
+	}
+	return o, bad
+}
