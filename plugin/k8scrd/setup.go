@@ -37,6 +37,14 @@ type config struct {
 	negTTL     uint32
 	mname      string
 	rname      string
+	// resources are the kinds served (`resources`; default DNSEndpoint).
+	resources []string
+	// ingressClasses and gatewayClasses filter Ingresses and routes by class
+	// (`ingress_class`, `gateway_class`); empty: every class.
+	ingressClasses []string
+	gatewayClasses []string
+	// resolvers resolve status host names (`resolver ADDRESS...`, host:port).
+	resolvers []string
 	// startupWait bounds how long start-up waits for the first sync, as the
 	// kubernetes plugin does; queries before the sync get SERVFAIL.
 	startupWait time.Duration
@@ -51,8 +59,11 @@ func (cfg *config) selects(ns string, l map[string]string) bool {
 	return cfg.selector == nil || cfg.selector.Matches(labels.Set(l))
 }
 
+// serves reports whether kind is among the resources served.
+func (cfg *config) serves(kind string) bool { return slices.Contains(cfg.resources, kind) }
+
 func newConfig() *config {
-	return &config{ttl: 30, negTTL: 30, startupWait: 5 * time.Second}
+	return &config{ttl: 30, negTTL: 30, startupWait: 5 * time.Second, resources: []string{kindDNSEndpoint}}
 }
 
 func setup(c *caddy.Controller) error {
