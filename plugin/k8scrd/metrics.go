@@ -82,4 +82,25 @@ var (
 		Help:      "Time from an object event reaching the plugin to its first servable answer.",
 		Buckets:   []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1},
 	})
+
+	resolverNames = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "k8scrd",
+		Name:      "resolver_names",
+		Help:      "Status host names resolved now in the background.",
+	})
+
+	resolverSkippedNames = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "k8scrd",
+		Name:      "resolver_skipped_names",
+		Help:      "Status host names not resolved now, by reason (cap: beyond the number of names resolved; noresolver: no resolver configured or in /etc/resolv.conf).",
+	}, []string{"reason"})
+
+	resolverLookups = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "k8scrd",
+		Name:      "resolver_lookups_total",
+		Help:      "Background lookups of status host names (A and AAAA), by result (success, nxdomain, nodata, failure).",
+	}, []string{"result"})
 )
