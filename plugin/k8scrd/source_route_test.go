@@ -148,7 +148,7 @@ func routeSummary(d *declared) string {
 		strings.Join(d.gateways, ","), strings.Join(d.services, ","))
 }
 
-// std is the summary of routeHTTP in routeWorld.
+// routeStd is the summary of routeHTTP in routeWorld.
 const routeStd = "hosts=www.example.org. addrs=192.0.2.10 hostnames= gateways=web/gw services=web/app"
 
 func TestDeriveHTTPRoute(t *testing.T) {
