@@ -53,7 +53,8 @@ type Host struct {
 	// Name is lower-case and fully qualified.
 	Name string
 	// A and AAAA are the address targets, de-duplicated, in a deterministic
-	// order. Both may be empty: a declaration with no targets is still a host.
+	// order: all of them, as the zone answers them, ready or not (see
+	// Ready). Both may be empty: a declaration with no targets is still a host.
 	A    []netip.Addr
 	AAAA []netip.Addr
 	// AddressDeclared is true when an A or AAAA endpoint is declared at Name,
@@ -74,6 +75,32 @@ type Host struct {
 	// re-assembled by gslb: the object was written by the k8gb operator
 	// (object label k8gb.io/dnstype or k8gb.absa.oss/dnstype).
 	Verbatim bool
+	// Withdrawn is nil when no target is withdrawn, as for every host that
+	// only DNSEndpoints declare. Otherwise source health (the EndpointSlices
+	// behind an Ingress, a Service or a route) withdraws some of A and AAAA,
+	// and it holds the targets that remain: read them with Ready.
+	Withdrawn *Withdrawn
+}
+
+// Withdrawn is what remains of a host's targets when source health
+// withdraws some: an address stays while at least one ready source object
+// contributes it, and is withdrawn when only unready ones do. The zone's own
+// answers keep every target; localtargets- and gslb answers carry these.
+type Withdrawn struct {
+	// Ready are the targets of Host.A and Host.AAAA that are not withdrawn,
+	// in the same order (each a subset; both may be empty).
+	ReadyA    []netip.Addr
+	ReadyAAAA []netip.Addr
+}
+
+// Ready returns h's address targets that source health does not withdraw:
+// h.A and h.AAAA themselves (no allocation, the same slices) when nothing
+// is withdrawn. Like h, the slices are shared: do not change them.
+func (h *Host) Ready() (a, aaaa []netip.Addr) {
+	if h.Withdrawn == nil {
+		return h.A, h.AAAA
+	}
+	return h.Withdrawn.ReadyA, h.Withdrawn.ReadyAAAA
 }
 
 // Targets is implemented by the localtargets handler: this cluster's own
@@ -81,8 +108,9 @@ type Host struct {
 // localtargets-<host>. gslb uses it, where localtargets is in the block, for
 // this cluster's own contribution to an answer.
 type Targets interface {
-	// Healthy returns h's address targets minus those whose health checks
-	// fail (all of them when no checks are configured).
+	// Healthy returns h's ready address targets (Host.Ready) minus those
+	// whose health checks fail: both must pass. Without checks configured it
+	// is Host.Ready.
 	Healthy(h *Host) (a, aaaa []netip.Addr)
 	// Prefix is what peers put before a host's first label to ask for this
 	// cluster's targets; gslb asks its peers with the same.

@@ -224,13 +224,14 @@ func (g *GSLB) host(name string) (*store.Host, bool) {
 	return h, true
 }
 
-// own returns this cluster's targets for h: the healthy ones when
-// localtargets is in the block.
+// own returns this cluster's targets for h: those that source health does
+// not withdraw (store.Host.Ready), and of them the healthy ones when
+// localtargets is in the block (its Healthy applies both).
 func (g *GSLB) own(h *store.Host) (a, aaaa []netip.Addr) {
 	if g.local != nil {
 		return g.local.Healthy(h)
 	}
-	return h.A, h.AAAA
+	return h.Ready()
 }
 
 // collect returns every tag's targets for h: this cluster's first, then the

@@ -372,6 +372,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 
 	var sets []merged
 	var owned []bool // sets[i].addrs is the builder's own, not one endpoint's
+	unready := false // an unready source object contributes addresses here
 	h := store.Host{Name: name}
 	kept, owner, refused := b.admit(name, objs)
 	if len(kept) == 0 {
@@ -410,6 +411,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 			if ep.extra == nil {
 				continue
 			}
+			unready = unready || address && ep.extra.unready && len(ep.addrs) > 0
 			for _, p := range ep.extra.props {
 				if _, ok := h.Properties[p.Name]; !ok {
 					if h.Properties == nil {
@@ -507,9 +509,55 @@ func (b *builder) merge(name, zone string) (*node, string) {
 		b.refuseOversized(name, nil, nil)
 	}
 	slices.SortFunc(sets, func(x, y merged) int { return cmp.Compare(x.rtype, y.rtype) })
+	if unready {
+		h.Withdrawn = withdrawn(name, kept, sets)
+	}
 	n := newNode(h, sets)
 	n.cut = name != zone && n.get(dns.TypeNS) != nil
 	return n, owner
+}
+
+// withdrawn returns what source health leaves of the address sets at name
+// (as served: merged, and without a set refused as oversized): an address
+// that a ready endpoint of the kept objects contributes stays, one that
+// only unready endpoints contribute is withdrawn. It is nil when nothing is
+// withdrawn. The zone's own answers keep every address; only localtargets-
+// and gslb answers read the ready ones (store.Host.Ready).
+func withdrawn(name string, kept []*object, sets []merged) *store.Withdrawn {
+	ready := map[netip.Addr]struct{}{}
+	for _, o := range kept {
+		for _, ep := range o.at(name) {
+			if (ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA) && (ep.extra == nil || !ep.extra.unready) {
+				for _, a := range ep.addrs {
+					ready[a] = struct{}{}
+				}
+			}
+		}
+	}
+	var w store.Withdrawn
+	gone := false
+	for _, s := range sets {
+		var out *[]netip.Addr
+		switch s.rtype {
+		case dns.TypeA:
+			out = &w.ReadyA
+		case dns.TypeAAAA:
+			out = &w.ReadyAAAA
+		default:
+			continue
+		}
+		for _, a := range s.addrs {
+			if _, ok := ready[a]; ok {
+				*out = append(*out, a)
+			} else {
+				gone = true
+			}
+		}
+	}
+	if !gone {
+		return nil
+	}
+	return &w
 }
 
 // maxMsgSize is the largest DNS message, over TCP (RFC 1035 §4.2.2) and in

@@ -405,6 +405,9 @@ func (c *checker) rescan() {
 				skip(reasonInvalid, h.Name, len(h.A)+len(h.AAAA))
 				continue
 			}
+			// Every target, also those source health withdraws (Host.Ready):
+			// a verdict is the check's, and a source object that becomes
+			// ready again finds its targets' verdicts current.
 			for _, family := range [][]netip.Addr{h.A, h.AAAA} {
 				skip(reasonHost, h.Name, len(family)-c.hc.maxPerHost)
 				for _, ip := range family[:min(len(family), c.hc.maxPerHost)] {

@@ -94,13 +94,16 @@ func (lt *LocalTargets) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *d
 // peers with the same.
 func (lt *LocalTargets) Prefix() string { return lt.prefix }
 
-// Healthy implements store.Targets: h's targets minus those failing their
-// health checks. It allocates only when a target is left out.
+// Healthy implements store.Targets: h's ready targets (those source health
+// does not withdraw, store.Host.Ready) minus those failing their health
+// checks: a target is served only when both pass. It allocates only when a
+// check leaves a target out.
 func (lt *LocalTargets) Healthy(h *store.Host) (a, aaaa []netip.Addr) {
+	a, aaaa = h.Ready()
 	if lt.health == nil {
-		return h.A, h.AAAA
+		return a, aaaa
 	}
-	return lt.health.healthy(h, h.A), lt.health.healthy(h, h.AAAA)
+	return lt.health.healthy(h, a), lt.health.healthy(h, aaaa)
 }
 
 func addressRRs(name string, qtype uint16, ttl uint32, addrs []netip.Addr) []dns.RR {

@@ -5,6 +5,7 @@ package storetest
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,4 +168,55 @@ func Host(name string, addrs ...string) *store.Host {
 		}
 	}
 	return h
+}
+
+// Withdraw returns a copy of h whose targets addrs are withdrawn by source
+// health, as k8scrd gives a host whose only contributors of those targets
+// are unready: h.A and h.AAAA keep them, h.Ready leaves them out. Naming
+// every target withdraws them all (the host keeps its declaration); an
+// address h does not hold is a test's mistake and panics.
+func Withdraw(h *store.Host, addrs ...string) *store.Host {
+	out := *h
+	gone := map[netip.Addr]bool{}
+	for _, a := range addrs {
+		ip := netip.MustParseAddr(a)
+		if !slices.Contains(h.A, ip) && !slices.Contains(h.AAAA, ip) {
+			panic("storetest: " + h.Name + " has no target " + a)
+		}
+		gone[ip] = true
+	}
+	ready := &store.Withdrawn{ReadyA: []netip.Addr{}, ReadyAAAA: []netip.Addr{}}
+	if h.Withdrawn != nil {
+		gone = withdrawnOf(h, gone)
+	}
+	for _, ip := range h.A {
+		if !gone[ip] {
+			ready.ReadyA = append(ready.ReadyA, ip)
+		}
+	}
+	for _, ip := range h.AAAA {
+		if !gone[ip] {
+			ready.ReadyAAAA = append(ready.ReadyAAAA, ip)
+		}
+	}
+	if len(gone) > 0 {
+		out.Withdrawn = ready
+	}
+	return &out
+}
+
+// withdrawnOf adds the targets h already withdraws to gone.
+func withdrawnOf(h *store.Host, gone map[netip.Addr]bool) map[netip.Addr]bool {
+	a, aaaa := h.Ready()
+	for _, ip := range h.A {
+		if !slices.Contains(a, ip) {
+			gone[ip] = true
+		}
+	}
+	for _, ip := range h.AAAA {
+		if !slices.Contains(aaaa, ip) {
+			gone[ip] = true
+		}
+	}
+	return gone
 }
