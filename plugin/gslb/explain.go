@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
@@ -71,7 +72,12 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 	for i := range views {
 		v := &views[i]
 		if v.self {
-			lines = append(lines, fmt.Sprintf("tag %s self targets A %s AAAA %s", v.tag, g.addrList(v.a), g.addrList(v.aaaa)))
+			l := fmt.Sprintf("tag %s self targets A %s AAAA %s", v.tag, g.addrList(v.a), g.addrList(v.aaaa))
+			if h.Withdrawn != nil {
+				a, aaaa := h.Ready()
+				l += fmt.Sprintf(" withdrawn by source health A %s AAAA %s", g.addrList(without(h.A, a)), g.addrList(without(h.AAAA, aaaa)))
+			}
+			lines = append(lines, l)
 			continue
 		}
 		l := fmt.Sprintf("tag %s peer %s state %s", v.tag, strings.Join(*v.peer.addrs.Load(), ","), v.state)
@@ -116,6 +122,18 @@ func (g *GSLB) explainAllowed(a netip.Addr) bool {
 
 // addrList lists at most max_targets addresses, so that the record of a
 // host with many targets still fits in a message.
+// without returns the addresses of all that are not in kept (a subset of
+// all, in its order).
+func without(all, kept []netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range all {
+		if !slices.Contains(kept, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func (g *GSLB) addrList(as []netip.Addr) string {
 	if len(as) == 0 {
 		return "-"

@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,15 @@ func TestOwnTargetsWithdrawnBySourceHealth(t *testing.T) {
 	}
 	if got, want := addrs(ask(t, g, app, dns.TypeAAAA)), []string{"fd00::2:1"}; !slices.Equal(got, want) {
 		t.Errorf("AAAA: got %v, want the peer's %v (fd00::1:1 withdrawn)", got, want)
+	}
+
+	m := ask(t, g, "_gslb-explain."+app, dns.TypeTXT, from("127.0.0.1"))
+	if len(m.Answer) != 1 {
+		t.Fatalf("explain: %v", m.Answer)
+	}
+	want := "tag eu self targets A 10.0.1.1 AAAA - withdrawn by source health A 10.0.1.2 AAAA fd00::1:1"
+	if txt := strings.Join(m.Answer[0].(*dns.TXT).Txt, "\n"); !strings.Contains(txt, want) {
+		t.Errorf("explain lacks %q:\n%s", want, txt)
 	}
 
 	// Failover with this cluster first: every own target withdrawn, us answers.
