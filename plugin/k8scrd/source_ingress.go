@@ -41,8 +41,8 @@ func deriveIngress(ing *networkingv1.Ingress, cfg *config, w world) *declared {
 		return nil
 	}
 	if len(cfg.ingressClasses) > 0 {
-		c := ingressClass(ing, w.defaultIngressClass())
-		if c == "" || !slices.Contains(cfg.ingressClasses, c) {
+		// An Ingress without any class is in no list.
+		if !slices.Contains(cfg.ingressClasses, ingressClass(ing, w.defaultIngressClass())) {
 			return nil
 		}
 	}
