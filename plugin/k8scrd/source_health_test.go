@@ -7,7 +7,7 @@ import (
 )
 
 func TestEndpointSliceReadiness(t *testing.T) {
-	yes, no := ptrTo(true), ptrTo(false)
+	yes, no := lbPtr(true), lbPtr(false)
 	ep := func(ready, terminating *bool) discoveryv1.Endpoint {
 		return discoveryv1.Endpoint{Addresses: []string{"198.18.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: ready, Terminating: terminating}}
 	}

@@ -45,9 +45,9 @@ func lbConfig(classes ...string) *config {
 	return cfg
 }
 
-// derivedView is what a test compares of a declared: hosts as "name" or
+// lbView is what a test compares of a declared: hosts as "name" or
 // "name unready", targets as strings.
-type derivedView struct {
+type lbView struct {
 	Hosts     []string
 	Addrs     []string
 	Hostnames []string
@@ -57,11 +57,11 @@ type derivedView struct {
 	TTL       string
 }
 
-func viewOf(d *declared) *derivedView {
+func lbViewOf(d *declared) *lbView {
 	if d == nil {
 		return nil
 	}
-	v := &derivedView{Hostnames: d.hostnames, Services: d.services, Bad: d.bad, TTL: "default"}
+	v := &lbView{Hostnames: d.hostnames, Services: d.services, Bad: d.bad, TTL: "default"}
 	for _, h := range d.hosts {
 		if h.ready {
 			v.Hosts = append(v.Hosts, h.name)
@@ -81,7 +81,7 @@ func viewOf(d *declared) *derivedView {
 	return v
 }
 
-func (v *derivedView) String() string {
+func (v *lbView) String() string {
 	if v == nil {
 		return "nil (declares nothing)"
 	}
@@ -89,12 +89,12 @@ func (v *derivedView) String() string {
 		v.Hosts, v.Addrs, v.Hostnames, v.Services, v.Bad, v.Props, v.TTL)
 }
 
-// equalView compares views, nil slices equal to empty ones.
-func equalView(got, want *derivedView) bool {
+// lbEqualView compares views, nil slices equal to empty ones.
+func lbEqualView(got, want *lbView) bool {
 	if got == nil || want == nil {
 		return got == want
 	}
-	norm := func(v derivedView) derivedView {
+	norm := func(v lbView) lbView {
 		for _, s := range []*[]string{&v.Hosts, &v.Addrs, &v.Hostnames, &v.Services, &v.Bad, &v.Props} {
 			if len(*s) == 0 {
 				*s = nil
@@ -110,17 +110,17 @@ func equalView(got, want *derivedView) bool {
 
 // Builders for Ingresses, in the order a manifest reads.
 
-func svcBackend(name string) networkingv1.IngressBackend {
+func ingSvcBackend(name string) networkingv1.IngressBackend {
 	return networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: networkingv1.ServiceBackendPort{Number: 80}}}
 }
 
-func resourceBackend() networkingv1.IngressBackend {
+func ingResourceBackend() networkingv1.IngressBackend {
 	g := "storage.example.com"
 	return networkingv1.IngressBackend{Resource: &corev1.TypedLocalObjectReference{APIGroup: &g, Kind: "Bucket", Name: "static"}}
 }
 
 // rule is a rule for host routing each path to the backends given.
-func rule(host string, backends ...networkingv1.IngressBackend) networkingv1.IngressRule {
+func ingRule(host string, backends ...networkingv1.IngressBackend) networkingv1.IngressRule {
 	r := networkingv1.IngressRule{Host: host}
 	if len(backends) > 0 {
 		r.HTTP = &networkingv1.HTTPIngressRuleValue{}
@@ -143,7 +143,7 @@ func lbIngress(entries ...string) networkingv1.IngressStatus {
 	return s
 }
 
-func ingressOf(spec networkingv1.IngressSpec, status networkingv1.IngressStatus, annotations map[string]string) *networkingv1.Ingress {
+func lbIngressOf(spec networkingv1.IngressSpec, status networkingv1.IngressStatus, annotations map[string]string) *networkingv1.Ingress {
 	return &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "shop", UID: "u-1", Annotations: annotations},
 		Spec:       spec, Status: status,
@@ -156,64 +156,64 @@ func TestIngressDerivation(t *testing.T) {
 		name  string
 		ing   *networkingv1.Ingress
 		ready []string
-		want  *derivedView
+		want  *lbView
 	}{
 		{
 			name: "rule and tls hosts lower-cased and qualified, outside the zones ignored silently",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("WWW.Example.org", svcBackend("front")), rule("www.other.net", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("WWW.Example.org", ingSvcBackend("front")), ingRule("www.other.net", ingSvcBackend("front"))},
 				TLS:   []networkingv1.IngressTLS{{Hosts: []string{"www.example.org", "www.other.net"}}},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
+			want:  &lbView{Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
 		},
 		{
 			name: "no host inside the zones declares nothing",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("www.other.net", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("www.other.net", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
 			want:  nil,
 		},
 		{
 			name: "zone apex is inside the zone",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("shop.test.", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("shop.test.", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"shop.test."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
+			want:  &lbView{Hosts: []string{"shop.test."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
 		},
 		{
 			name: "a name that only ends like a zone is outside it",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("www.notexample.org", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("www.notexample.org", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
 			want:  nil,
 		},
 		{
 			name: "wildcard host stays a wildcard name",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("*.Shop.test", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("*.Shop.test", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"*.shop.test."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
+			want:  &lbView{Hosts: []string{"*.shop.test."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
 		},
 		{
 			name: "pending load balancer: hosts declared, no targets",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("www.example.org", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front"))},
 			}, networkingv1.IngressStatus{}, nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"www.example.org."}, Services: []string{"web/front"}},
+			want:  &lbView{Hosts: []string{"www.example.org."}, Services: []string{"web/front"}},
 		},
 		{
 			name: "bad status address named, the others served",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("www.example.org", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10", "ip:192.0.2.300", "ip:2001:db8::1", "ip:fe80::1%eth0"), nil),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10", "2001:db8::1"}, Services: []string{"web/front"},
 				Bad: []string{
 					`status.loadBalancer.ingress[1].ip "192.0.2.300": not an IP address`,
@@ -223,11 +223,11 @@ func TestIngressDerivation(t *testing.T) {
 		},
 		{
 			name: "status host names lower-cased and qualified, addresses and names sorted and unique",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("www.example.org", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front"))},
 			}, lbIngress("LB-1.ELB.Amazonaws.com", "ip:192.0.2.20", "lb-1.elb.amazonaws.com.", "ip:192.0.2.10", "ip:192.0.2.20", "a.lb.net", "bad name.lb.net"), nil),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10", "192.0.2.20"},
 				Hostnames: []string{"a.lb.net.", "lb-1.elb.amazonaws.com."}, Services: []string{"web/front"},
 				Bad: []string{`status.loadBalancer.ingress[6].hostname "bad name.lb.net": not a host name`},
@@ -235,103 +235,103 @@ func TestIngressDerivation(t *testing.T) {
 		},
 		{
 			name: "host unready when its backend has no ready endpoint; other hosts keep theirs",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("www.example.org", svcBackend("front")), rule("api.example.org", svcBackend("api"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front")), ingRule("api.example.org", ingSvcBackend("api"))},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"api.example.org. unready", "www.example.org."}, Addrs: []string{"192.0.2.10"},
 				Services: []string{"web/api", "web/front"},
 			},
 		},
 		{
 			name: "multiple rules for one host: ready when any of its backends is",
-			ing: ingressOf(networkingv1.IngressSpec{
+			ing: lbIngressOf(networkingv1.IngressSpec{
 				Rules: []networkingv1.IngressRule{
-					rule("www.example.org", svcBackend("front")),
-					rule("www.example.org", svcBackend("search"), svcBackend("cart")),
+					ingRule("www.example.org", ingSvcBackend("front")),
+					ingRule("www.example.org", ingSvcBackend("search"), ingSvcBackend("cart")),
 				},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"},
 				Services: []string{"web/cart", "web/front", "web/search"},
 			},
 		},
 		{
 			name: "multiple rules for one host: unready when none of its backends is",
-			ing: ingressOf(networkingv1.IngressSpec{
+			ing: lbIngressOf(networkingv1.IngressSpec{
 				Rules: []networkingv1.IngressRule{
-					rule("www.example.org", svcBackend("cart")),
-					rule("WWW.example.org", svcBackend("search")),
+					ingRule("www.example.org", ingSvcBackend("cart")),
+					ingRule("WWW.example.org", ingSvcBackend("search")),
 				},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"www.example.org. unready"}, Addrs: []string{"192.0.2.10"},
 				Services: []string{"web/cart", "web/search"},
 			},
 		},
 		{
 			name: "rule with only resource backends takes the default backend's health",
-			ing: ingressOf(networkingv1.IngressSpec{
-				DefaultBackend: ptrTo(svcBackend("default")),
-				Rules:          []networkingv1.IngressRule{rule("static.example.org", resourceBackend())},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				DefaultBackend: lbPtr(ingSvcBackend("default")),
+				Rules:          []networkingv1.IngressRule{ingRule("static.example.org", ingResourceBackend())},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"static.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/default"}},
+			want:  &lbView{Hosts: []string{"static.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/default"}},
 		},
 		{
 			name: "rule without paths takes the default backend's health, unready with it",
-			ing: ingressOf(networkingv1.IngressSpec{
-				DefaultBackend: ptrTo(svcBackend("down")),
-				Rules:          []networkingv1.IngressRule{rule("static.example.org")},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				DefaultBackend: lbPtr(ingSvcBackend("down")),
+				Rules:          []networkingv1.IngressRule{ingRule("static.example.org")},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"static.example.org. unready"}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/down"}},
+			want:  &lbView{Hosts: []string{"static.example.org. unready"}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/down"}},
 		},
 		{
 			name: "rule with only resource backends and no default backend: declared, unready",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("static.example.org", resourceBackend())},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("static.example.org", ingResourceBackend())},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"static.example.org. unready"}, Addrs: []string{"192.0.2.10"}},
+			want:  &lbView{Hosts: []string{"static.example.org. unready"}, Addrs: []string{"192.0.2.10"}},
 		},
 		{
 			name: "tls-only host takes its health from the default backend",
-			ing: ingressOf(networkingv1.IngressSpec{
-				DefaultBackend: ptrTo(svcBackend("default")),
-				Rules:          []networkingv1.IngressRule{rule("www.example.org", svcBackend("down"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				DefaultBackend: lbPtr(ingSvcBackend("default")),
+				Rules:          []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("down"))},
 				TLS:            []networkingv1.IngressTLS{{Hosts: []string{"www.example.org", "secure.example.org"}}},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"secure.example.org.", "www.example.org. unready"}, Addrs: []string{"192.0.2.10"},
 				Services: []string{"web/default", "web/down"},
 			},
 		},
 		{
 			name: "tls-only host unready with an unready default backend",
-			ing: ingressOf(networkingv1.IngressSpec{
-				DefaultBackend: ptrTo(svcBackend("down")),
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				DefaultBackend: lbPtr(ingSvcBackend("down")),
 				TLS:            []networkingv1.IngressTLS{{Hosts: []string{"secure.example.org"}}},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"secure.example.org. unready"}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/down"}},
+			want:  &lbView{Hosts: []string{"secure.example.org. unready"}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/down"}},
 		},
 		{
 			name: "tls-only host without a default backend is not served, the rule hosts are",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("www.example.org", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front"))},
 				TLS:   []networkingv1.IngressTLS{{Hosts: []string{"www.example.org", "secure.example.org"}}},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
+			want:  &lbView{Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
 		},
 		{
 			name: "only tls hosts and no default backend declares nothing",
-			ing: ingressOf(networkingv1.IngressSpec{
+			ing: lbIngressOf(networkingv1.IngressSpec{
 				TLS: []networkingv1.IngressTLS{{Hosts: []string{"secure.example.org"}}},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
@@ -339,51 +339,51 @@ func TestIngressDerivation(t *testing.T) {
 		},
 		{
 			name: "wildcard tls host without a rule takes the default backend's health",
-			ing: ingressOf(networkingv1.IngressSpec{
-				DefaultBackend: ptrTo(svcBackend("default")),
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				DefaultBackend: lbPtr(ingSvcBackend("default")),
 				TLS:            []networkingv1.IngressTLS{{Hosts: []string{"*.shop.test"}}, {Hosts: []string{"*.SHOP.test"}}},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"*.shop.test."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/default"}},
+			want:  &lbView{Hosts: []string{"*.shop.test."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/default"}},
 		},
 		{
 			name: "a rule with an empty host is not a host and its backends are not read",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("", svcBackend("catchall")), rule("www.example.org", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("", ingSvcBackend("catchall")), ingRule("www.example.org", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
+			want:  &lbView{Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
 		},
 		{
 			name: "only an empty-host rule declares nothing",
-			ing: ingressOf(networkingv1.IngressSpec{
-				DefaultBackend: ptrTo(svcBackend("default")),
-				Rules:          []networkingv1.IngressRule{rule("", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				DefaultBackend: lbPtr(ingSvcBackend("default")),
+				Rules:          []networkingv1.IngressRule{ingRule("", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10"), nil),
 			ready: up,
 			want:  nil,
 		},
 		{
 			name: "gslb annotations become properties, ttl annotation sets the ttl",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("www.example.org", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10"), map[string]string{
 				"gslb.fleetdns.io/strategy": "failover", "gslb.fleetdns.io/primary": "eu", "gslb.fleetdns.io/": "ignored",
 				annotationTTL: "60", "other.io/thing": "x",
 			}),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"},
 				Props: []string{"gslb/primary=eu", "gslb/strategy=failover"}, TTL: "60",
 			},
 		},
 		{
 			name: "malformed ttl annotation named, the default used, the rest served",
-			ing: ingressOf(networkingv1.IngressSpec{
-				Rules: []networkingv1.IngressRule{rule("www.example.org", svcBackend("front"))},
+			ing: lbIngressOf(networkingv1.IngressSpec{
+				Rules: []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10"), map[string]string{annotationTTL: "1m"}),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"},
 				Bad: []string{`annotation external-dns.alpha.kubernetes.io/ttl="1m": want seconds, 0 to 2147483647; the default TTL is used`},
 			},
@@ -392,8 +392,8 @@ func TestIngressDerivation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &lbWorld{readySvcs: tc.ready}
-			got := viewOf(deriveIngress(tc.ing, lbConfig(), w))
-			if !equalView(got, tc.want) {
+			got := lbViewOf(deriveIngress(tc.ing, lbConfig(), w))
+			if !lbEqualView(got, tc.want) {
 				t.Errorf("got  %v\nwant %v", got, tc.want)
 			}
 			// What was read is what a change must derive again.
@@ -423,7 +423,7 @@ func TestIngressClassRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ing := ingressOf(networkingv1.IngressSpec{IngressClassName: tc.className}, networkingv1.IngressStatus{}, nil)
+			ing := lbIngressOf(networkingv1.IngressSpec{IngressClassName: tc.className}, networkingv1.IngressStatus{}, nil)
 			if tc.annotation != "" {
 				ing.Annotations = map[string]string{annotationIngressClass: tc.annotation}
 			}
@@ -456,16 +456,16 @@ func TestIngressServedOnlyForConfiguredClasses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ing := ingressOf(networkingv1.IngressSpec{
+			ing := lbIngressOf(networkingv1.IngressSpec{
 				IngressClassName: tc.className,
-				Rules:            []networkingv1.IngressRule{rule("www.example.org", svcBackend("front"))},
+				Rules:            []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front"))},
 			}, lbIngress("ip:192.0.2.10"), nil)
 			if tc.annotation != "" {
 				ing.Annotations = map[string]string{annotationIngressClass: tc.annotation}
 			}
 			d := deriveIngress(ing, lbConfig(tc.classes...), &lbWorld{defaultClass: tc.defaultClass})
 			if served := d != nil; served != tc.served {
-				t.Errorf("served %v, want %v (%v)", served, tc.served, viewOf(d))
+				t.Errorf("served %v, want %v (%v)", served, tc.served, lbViewOf(d))
 			}
 		})
 	}
@@ -474,14 +474,14 @@ func TestIngressServedOnlyForConfiguredClasses(t *testing.T) {
 func TestIngressMetadataCarried(t *testing.T) {
 	created := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	older, newest := created.Add(time.Hour), created.Add(2*time.Hour)
-	ing := ingressOf(networkingv1.IngressSpec{
-		Rules: []networkingv1.IngressRule{rule("www.example.org", svcBackend("front"))},
+	ing := lbIngressOf(networkingv1.IngressSpec{
+		Rules: []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front"))},
 	}, lbIngress("ip:192.0.2.10"), nil)
 	ing.CreationTimestamp = metav1.NewTime(created)
 	ing.Labels = map[string]string{"app": "shop"}
 	ing.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: "kubectl", Time: ptrTo(metav1.NewTime(newest))},
-		{Manager: "controller", Time: ptrTo(metav1.NewTime(older))},
+		{Manager: "kubectl", Time: lbPtr(metav1.NewTime(newest))},
+		{Manager: "controller", Time: lbPtr(metav1.NewTime(older))},
 		{Manager: "untimed"},
 	}
 	d := deriveIngress(ing, lbConfig(), &lbWorld{})
@@ -511,8 +511,8 @@ func TestIngressMetadataCarried(t *testing.T) {
 // The builder's object of a derived Ingress: every host answers (A
 // endpoints even while pending), the unready host's endpoints are marked.
 func TestIngressDerivedObjectMarksUnreadyHosts(t *testing.T) {
-	ing := ingressOf(networkingv1.IngressSpec{
-		Rules: []networkingv1.IngressRule{rule("www.example.org", svcBackend("front")), rule("api.example.org", svcBackend("api")), rule("*.shop.test", svcBackend("front"))},
+	ing := lbIngressOf(networkingv1.IngressSpec{
+		Rules: []networkingv1.IngressRule{ingRule("www.example.org", ingSvcBackend("front")), ingRule("api.example.org", ingSvcBackend("api")), ingRule("*.shop.test", ingSvcBackend("front"))},
 	}, lbIngress("ip:192.0.2.10", "ip:2001:db8::1"), map[string]string{"gslb.fleetdns.io/strategy": "roundRobin"})
 	cfg := lbConfig()
 	d := deriveIngress(ing, cfg, &lbWorld{readySvcs: []string{"web/front"}})
@@ -549,4 +549,4 @@ func TestIngressHostsSortedMergedReadyIfAnyIs(t *testing.T) {
 	}
 }
 
-func ptrTo[T any](v T) *T { return &v }
+func lbPtr[T any](v T) *T { return &v }

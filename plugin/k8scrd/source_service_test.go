@@ -25,7 +25,9 @@ func lbService(typ corev1.ServiceType, annotations map[string]string, entries ..
 	return svc
 }
 
-func hostnames(list string) map[string]string { return map[string]string{annotationHostname: list} }
+func hostnameAnnotation(list string) map[string]string {
+	return map[string]string{annotationHostname: list}
+}
 
 func TestServiceDerivation(t *testing.T) {
 	lb := corev1.ServiceTypeLoadBalancer
@@ -34,38 +36,38 @@ func TestServiceDerivation(t *testing.T) {
 		name  string
 		svc   *corev1.Service
 		ready []string
-		want  *derivedView
+		want  *lbView
 	}{
 		{
 			name:  "annotation hosts, trimmed, lower-cased, empties skipped, outside the zones ignored",
-			svc:   lbService(lb, hostnames(" WWW.example.org , ,api.example.org.,www.other.net,,*.shop.test"), "ip:192.0.2.10"),
+			svc:   lbService(lb, hostnameAnnotation(" WWW.example.org , ,api.example.org.,www.other.net,,*.shop.test"), "ip:192.0.2.10"),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"*.shop.test.", "api.example.org.", "www.example.org."}, Addrs: []string{"192.0.2.10"},
 				Services: []string{"web/front"},
 			},
 		},
 		{
 			name:  "a host listed twice is one host",
-			svc:   lbService(lb, hostnames("www.example.org,WWW.EXAMPLE.ORG."), "ip:192.0.2.10"),
+			svc:   lbService(lb, hostnameAnnotation("www.example.org,WWW.EXAMPLE.ORG."), "ip:192.0.2.10"),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
+			want:  &lbView{Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
 		},
 		{
 			name:  "unready when the Service has no ready endpoint",
-			svc:   lbService(lb, hostnames("www.example.org"), "ip:192.0.2.10"),
+			svc:   lbService(lb, hostnameAnnotation("www.example.org"), "ip:192.0.2.10"),
 			ready: []string{"other/front", "web/back"},
-			want:  &derivedView{Hosts: []string{"www.example.org. unready"}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
+			want:  &lbView{Hosts: []string{"www.example.org. unready"}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"}},
 		},
 		{
 			name:  "not a LoadBalancer declares nothing",
-			svc:   lbService(corev1.ServiceTypeClusterIP, hostnames("www.example.org"), "ip:192.0.2.10"),
+			svc:   lbService(corev1.ServiceTypeClusterIP, hostnameAnnotation("www.example.org"), "ip:192.0.2.10"),
 			ready: up,
 			want:  nil,
 		},
 		{
 			name:  "NodePort declares nothing",
-			svc:   lbService(corev1.ServiceTypeNodePort, hostnames("www.example.org")),
+			svc:   lbService(corev1.ServiceTypeNodePort, hostnameAnnotation("www.example.org")),
 			ready: up,
 			want:  nil,
 		},
@@ -77,21 +79,21 @@ func TestServiceDerivation(t *testing.T) {
 		},
 		{
 			name:  "no host inside the zones declares nothing",
-			svc:   lbService(lb, hostnames("www.other.net, , "), "ip:192.0.2.10"),
+			svc:   lbService(lb, hostnameAnnotation("www.other.net, , "), "ip:192.0.2.10"),
 			ready: up,
 			want:  nil,
 		},
 		{
 			name:  "pending load balancer: hosts declared, no targets",
-			svc:   lbService(lb, hostnames("www.example.org")),
+			svc:   lbService(lb, hostnameAnnotation("www.example.org")),
 			ready: up,
-			want:  &derivedView{Hosts: []string{"www.example.org."}, Services: []string{"web/front"}},
+			want:  &lbView{Hosts: []string{"www.example.org."}, Services: []string{"web/front"}},
 		},
 		{
 			name:  "addresses and host names, bad address named, the others served",
-			svc:   lbService(lb, hostnames("www.example.org"), "ip:2001:db8::1", "ip:not-an-ip", "LB.Cloud.net", "ip:192.0.2.10", "ip:::ffff:192.0.2.10"),
+			svc:   lbService(lb, hostnameAnnotation("www.example.org"), "ip:2001:db8::1", "ip:not-an-ip", "LB.Cloud.net", "ip:192.0.2.10", "ip:::ffff:192.0.2.10"),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10", "2001:db8::1"}, Hostnames: []string{"lb.cloud.net."},
 				Services: []string{"web/front"}, Bad: []string{`status.loadBalancer.ingress[1].ip "not-an-ip": not an IP address`},
 			},
@@ -103,7 +105,7 @@ func TestServiceDerivation(t *testing.T) {
 				"gslb.fleetdns.io/strategy": "weighted", "gslb.fleetdns.io/weight": "eu=3,us=1",
 			}, "ip:192.0.2.10"),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"},
 				Props: []string{"gslb/strategy=weighted", "gslb/weight=eu=3,us=1"}, TTL: "300",
 			},
@@ -112,7 +114,7 @@ func TestServiceDerivation(t *testing.T) {
 			name:  "ttl annotation out of range named, the default used",
 			svc:   lbService(lb, map[string]string{annotationHostname: "www.example.org", annotationTTL: "4294967296"}, "ip:192.0.2.10"),
 			ready: up,
-			want: &derivedView{
+			want: &lbView{
 				Hosts: []string{"www.example.org."}, Addrs: []string{"192.0.2.10"}, Services: []string{"web/front"},
 				Bad: []string{`annotation external-dns.alpha.kubernetes.io/ttl="4294967296": want seconds, 0 to 2147483647; the default TTL is used`},
 			},
@@ -121,8 +123,8 @@ func TestServiceDerivation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &lbWorld{readySvcs: tc.ready}
-			got := viewOf(deriveService(tc.svc, lbConfig(), w))
-			if !equalView(got, tc.want) {
+			got := lbViewOf(deriveService(tc.svc, lbConfig(), w))
+			if !lbEqualView(got, tc.want) {
 				t.Errorf("got  %v\nwant %v", got, tc.want)
 			}
 			if got != nil && !slices.Equal(slices.Compact(slices.Sorted(slices.Values(w.asked))), got.Services) {
@@ -135,9 +137,9 @@ func TestServiceDerivation(t *testing.T) {
 func TestServiceMetadataCarried(t *testing.T) {
 	created := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	changed := created.Add(time.Minute)
-	svc := lbService(corev1.ServiceTypeLoadBalancer, hostnames("www.example.org"), "ip:192.0.2.10")
+	svc := lbService(corev1.ServiceTypeLoadBalancer, hostnameAnnotation("www.example.org"), "ip:192.0.2.10")
 	svc.CreationTimestamp = metav1.NewTime(created)
-	svc.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "cloud-controller", Time: ptrTo(metav1.NewTime(changed))}}
+	svc.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "cloud-controller", Time: lbPtr(metav1.NewTime(changed))}}
 	svc.Labels = map[string]string{"tier": "edge"}
 	d := deriveService(svc, lbConfig(), &lbWorld{})
 	if d == nil {
