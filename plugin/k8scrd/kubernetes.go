@@ -3,6 +3,8 @@ package k8scrd
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +32,8 @@ type kubernetes struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	events *eventer // Events on objects: refused claims, invalid endpoints
+	events   *eventer     // Events on objects: refused claims, invalid endpoints
+	resolver hostResolver // status host names of the cluster's objects; nil: not resolved
 
 	errMu   sync.Mutex
 	lastErr map[string]string // namespace -> last list/watch error logged
@@ -97,13 +100,49 @@ func (k *kubernetes) start() error {
 		return fmt.Errorf("kubernetes: %w", err)
 	}
 	k.events = newEventer(cs.CoreV1())
-	k.b.report = func(o *object, reason, message string) { k.events.report(dnsEndpointRef(o), reason, message) }
+	k.b.report = func(o *object, reason, message string) { k.events.report(objectRef(o), reason, message) }
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
 		k.events.run(ctx)
 	}()
 
+	var synced []cache.InformerSynced
+	if k.cfg.serves(kindDNSEndpoint) {
+		if synced, err = k.watchDNSEndpoints(ctx, client); err != nil {
+			cancel()
+			return err
+		}
+	}
+	if slices.ContainsFunc(k.cfg.resources, func(r string) bool { return r != kindDNSEndpoint }) {
+		c, err := newCluster(k.cfg, k.b, rc)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("kubernetes: %w", err)
+		}
+		c.res = k.resolver
+		s, err := c.start(ctx, &k.wg)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("kubernetes: %w", err)
+		}
+		synced = append(synced, s)
+	}
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		// Every object of the first listing has reached the builder: mark the sync.
+		if cache.WaitForCacheSync(ctx.Done(), synced...) {
+			k.recovered()
+			log.Infof("First sync of %s from %s done", strings.Join(k.cfg.resources, ", "), rc.Host)
+			k.b.synced()
+		}
+	}()
+	return nil
+}
+
+// watchDNSEndpoints starts the DNSEndpoint informers: one per namespace, or one for all.
+func (k *kubernetes) watchDNSEndpoints(ctx context.Context, client *rest.RESTClient) ([]cache.InformerSynced, error) {
 	namespaces := k.cfg.namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -115,12 +154,10 @@ func (k *kubernetes) start() error {
 		})
 		inf := cache.NewSharedIndexInformer(lw, &v1alpha1.DNSEndpoint{}, 0, cache.Indexers{})
 		if err := inf.SetTransform(k.transform); err != nil {
-			cancel()
-			return err
+			return nil, err
 		}
 		if err := inf.SetWatchErrorHandler(k.watchError(ns)); err != nil {
-			cancel()
-			return err
+			return nil, err
 		}
 		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    k.add,
@@ -128,8 +165,7 @@ func (k *kubernetes) start() error {
 			DeleteFunc: k.delete,
 		})
 		if err != nil {
-			cancel()
-			return err
+			return nil, err
 		}
 		synced = append(synced, reg.HasSynced)
 		k.wg.Add(1)
@@ -138,17 +174,7 @@ func (k *kubernetes) start() error {
 			inf.RunWithContext(ctx)
 		}()
 	}
-	k.wg.Add(1)
-	go func() {
-		defer k.wg.Done()
-		// Every object of the first listing has reached the builder: mark the sync.
-		if cache.WaitForCacheSync(ctx.Done(), synced...) {
-			k.recovered()
-			log.Infof("First sync of %s from %s done", resource, rc.Host)
-			k.b.synced()
-		}
-	}()
-	return nil
+	return synced, nil
 }
 
 func (k *kubernetes) stop() {
@@ -223,7 +249,7 @@ func (k *kubernetes) add(obj any) {
 		invalidEndpoints.WithLabelValues(b.reason).Inc()
 		if b.reason != reasonZone {
 			log.Warningf("DNSEndpoint %s (resourceVersion %s): %s; skipped", c.obj.key, c.ResourceVersion, b.msg)
-			k.events.report(dnsEndpointRef(c.obj), "InvalidEndpoint", b.msg+"; skipped, the object's other endpoints are served")
+			k.events.report(objectRef(c.obj), "InvalidEndpoint", b.msg+"; skipped, the object's other endpoints are served")
 		}
 	}
 	k.b.upsert(c.obj)

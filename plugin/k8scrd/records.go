@@ -24,6 +24,7 @@ const (
 	reasonDecode  = "decode"  // a manifest or object that is not a DNSEndpoint
 	reasonCNAMEs  = "cname"   // a CNAME endpoint with more than one target
 	reasonSize    = "size"    // an RRset that fits in no DNS message (see builder.oversized)
+	reasonSource  = "source"  // what of an Ingress, Service or route cannot be served (an address that does not parse)
 	maxTTL        = 1<<31 - 1 // RFC 2181 §8
 	verbatimLabel = "k8gb.io/dnstype"
 	legacyLabel   = "k8gb.absa.oss/dnstype"

@@ -11,6 +11,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	pkgparse "github.com/coredns/coredns/plugin/pkg/parse"
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
@@ -210,6 +211,42 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 					args[j] = dns.Fqdn(a)
 				}
 				cfg.mname, cfg.rname = args[0], args[1]
+			case "resources":
+				args := corefile.Args(c)
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				cfg.resources = cfg.resources[:0]
+				for _, a := range args {
+					i := slices.IndexFunc(kinds, func(k string) bool { return strings.EqualFold(k, a) })
+					if i < 0 {
+						return nil, c.Errf("resources %q: want some of %s", a, strings.Join(kinds, " "))
+					}
+					if !slices.Contains(cfg.resources, kinds[i]) {
+						cfg.resources = append(cfg.resources, kinds[i])
+					}
+				}
+			case "ingress_class", "gateway_class":
+				word := c.Val()
+				args := corefile.Args(c)
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				if word == "ingress_class" {
+					cfg.ingressClasses = args
+				} else {
+					cfg.gatewayClasses = args
+				}
+			case "resolver":
+				args := corefile.Args(c)
+				if len(args) == 0 {
+					return nil, c.ArgErr()
+				}
+				servers, err := pkgparse.HostPortOrFile(args...)
+				if err != nil {
+					return nil, c.Errf("resolver: %v", err)
+				}
+				cfg.resolvers = servers
 			case "fallthrough":
 				k.Fall.SetZonesFromArgs(corefile.Args(c))
 			default:

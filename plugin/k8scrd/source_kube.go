@@ -1,0 +1,729 @@
+package k8scrd
+
+import (
+	"context"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+)
+
+// cluster watches the cluster's own objects (the kinds of `resources` other
+// than DNSEndpoint) and what their derivation reads: EndpointSlices for
+// health, IngressClasses for the default class, Gateways for routes. Events
+// only queue keys; one worker derives each queued object from the
+// informers' caches and hands the result to the builder, which coalesces
+// as it does for DNSEndpoints. A change to an EndpointSlice or a Gateway
+// queues exactly the objects whose last derivation read it.
+//
+// The Gateway API kinds are watched only once their CRD is established:
+// absent, that is logged once and the CRD is watched for, so that routes
+// installed later are served without a restart.
+type cluster struct {
+	cfg *config
+	b   *builder
+	res hostResolver // nil: status host names are not resolved
+
+	cs  clientset.Interface
+	gw  gatewayclient.Interface
+	dyn dynamic.Interface
+
+	ctx   context.Context
+	wg    *sync.WaitGroup
+	queue *workqueue.Typed[string]
+
+	kinds    map[string]*watched // derived kinds and Gateway
+	slices   *watched
+	classes  *watched
+	drained  chan struct{} // closed when the worker reached the first sync's marker
+	crdsSeen atomic.Bool   // every CRD informer listed once
+
+	mu      sync.Mutex
+	synced  []cache.InformerSynced // every informer started so far
+	started map[string]bool        // kinds whose informers run
+	deps    map[string]map[string]struct{}
+	uses    map[string][]string // object key -> what its last derivation read
+	bad     map[string]string   // object key -> the problems last logged
+}
+
+// hostResolver resolves load balancers' status host names (source_resolve.go).
+type hostResolver interface {
+	track(key string, hostnames []string)
+	addrs(hostname string) []netip.Addr
+	run(stop <-chan struct{})
+}
+
+// syncMarker is queued after the informers' first listing: when the worker
+// reaches it, every object listed before has been derived.
+const syncMarker = "\x00synced"
+
+// gatewayKinds are the Gateway API kinds, by the CRD that serves them.
+var gatewayKinds = map[string]string{
+	kindHTTPRoute: "httproutes.gateway.networking.k8s.io",
+	kindGRPCRoute: "grpcroutes.gateway.networking.k8s.io",
+	kindTLSRoute:  "tlsroutes.gateway.networking.k8s.io",
+	kindGateway:   "gateways.gateway.networking.k8s.io",
+}
+
+// kindGateway is not a kind of `resources`: routes' targets come from it.
+const kindGateway = "Gateway"
+
+// watched is one kind's informers: one for all namespaces, or one per namespace named.
+type watched struct {
+	byNS map[string]cache.SharedIndexInformer
+}
+
+func (w *watched) indexer(ns string) cache.Indexer {
+	if w == nil {
+		return nil
+	}
+	if i, ok := w.byNS[metav1.NamespaceAll]; ok {
+		return i.GetIndexer()
+	}
+	if i, ok := w.byNS[ns]; ok {
+		return i.GetIndexer()
+	}
+	return nil
+}
+
+func (w *watched) get(ns, name string) any {
+	idx := w.indexer(ns)
+	if idx == nil {
+		return nil
+	}
+	key := name
+	if ns != "" {
+		key = ns + "/" + name
+	}
+	o, ok, _ := idx.GetByKey(key)
+	if !ok {
+		return nil
+	}
+	return o
+}
+
+func (w *watched) list() []any {
+	if w == nil {
+		return nil
+	}
+	var all []any
+	for _, i := range w.byNS {
+		all = append(all, i.GetIndexer().List()...)
+	}
+	return all
+}
+
+func newCluster(cfg *config, b *builder, rc *rest.Config) (*cluster, error) {
+	cs, err := clientset.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	gw, err := gatewayclient.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{
+		cfg: cfg, b: b, cs: cs, gw: gw, dyn: dyn,
+		queue:   workqueue.NewTyped[string](),
+		kinds:   map[string]*watched{},
+		drained: make(chan struct{}),
+		started: map[string]bool{},
+		deps:    map[string]map[string]struct{}{},
+		uses:    map[string][]string{},
+		bad:     map[string]string{},
+	}, nil
+}
+
+// derivedKinds are the kinds served that k8scrd derives.
+func (c *cluster) derivedKinds() []string {
+	return slices.DeleteFunc(slices.Clone(c.cfg.resources), func(k string) bool { return k == kindDNSEndpoint })
+}
+
+// start starts the informers and the worker; hasSynced reports when the
+// first listing of everything present has been derived.
+func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cache.InformerSynced, err error) {
+	c.ctx, c.wg = ctx, wg
+	namespaces := c.cfg.namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	slicesIndexers := cache.Indexers{"service": func(obj any) ([]string, error) {
+		if s, ok := obj.(*readySlice); ok && s.service != "" {
+			return []string{s.Namespace + "/" + s.service}, nil
+		}
+		return nil, nil
+	}}
+	c.slices, err = c.watch("endpointslices", c.cs.DiscoveryV1().RESTClient(), &discoveryv1.EndpointSlice{}, namespaces, "", slicesIndexers, c.sliceHandler())
+	if err != nil {
+		return nil, err
+	}
+	gateways := false
+	for _, k := range c.derivedKinds() {
+		switch k {
+		case kindIngress:
+			c.classes, err = c.watch("ingressclasses", c.cs.NetworkingV1().RESTClient(), &networkingv1.IngressClass{}, []string{metav1.NamespaceAll}, "", nil, c.classHandler())
+			if err == nil {
+				c.kinds[k], err = c.watch("ingresses", c.cs.NetworkingV1().RESTClient(), &networkingv1.Ingress{}, namespaces, c.cfg.labels, nil, c.objectHandler(k))
+			}
+		case kindService:
+			c.kinds[k], err = c.watch("services", c.cs.CoreV1().RESTClient(), &corev1.Service{}, namespaces, c.cfg.labels, nil, c.objectHandler(k))
+		default:
+			gateways = true
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var crdSynced []cache.InformerSynced
+	if gateways {
+		for _, k := range append(slices.DeleteFunc(c.derivedKinds(), func(k string) bool { return gatewayKinds[k] == "" }), kindGateway) {
+			s, err := c.watchCRD(k)
+			if err != nil {
+				return nil, err
+			}
+			crdSynced = append(crdSynced, s)
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.work()
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	if c.res != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.res.run(ctx.Done())
+		}()
+	}
+	marked := false
+	return func() bool {
+		for _, s := range crdSynced {
+			if !s() {
+				return false
+			}
+		}
+		c.mu.Lock()
+		synced := slices.Clone(c.synced)
+		c.mu.Unlock()
+		for _, s := range synced {
+			if !s() {
+				return false
+			}
+		}
+		if !marked {
+			marked = true
+			c.queue.Add(syncMarker)
+		}
+		select {
+		case <-c.drained:
+			return true
+		default:
+			return false
+		}
+	}, nil
+}
+
+// watch starts one informer per namespace for resource, objects cut down by
+// transform; labels is the label selector ("" for every object).
+func (c *cluster) watch(resource string, client cache.Getter, example runtime.Object, namespaces []string, labels string, indexers cache.Indexers, h cache.ResourceEventHandler) (*watched, error) {
+	w := &watched{byNS: map[string]cache.SharedIndexInformer{}}
+	for _, ns := range namespaces {
+		lw := cache.NewFilteredListWatchFromClient(client, resource, ns, func(o *metav1.ListOptions) { o.LabelSelector = labels })
+		if indexers == nil {
+			indexers = cache.Indexers{}
+		}
+		inf := cache.NewSharedIndexInformer(lw, example, 0, indexers)
+		if err := inf.SetTransform(trim); err != nil {
+			return nil, err
+		}
+		if err := inf.SetWatchErrorHandler(watchError(resource, ns)); err != nil {
+			return nil, err
+		}
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
+			return nil, err
+		}
+		w.byNS[ns] = inf
+		c.mu.Lock()
+		c.synced = append(c.synced, reg.HasSynced)
+		c.mu.Unlock()
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			inf.RunWithContext(c.ctx)
+		}()
+	}
+	return w, nil
+}
+
+// watchCRD watches the CRD that serves kind and starts kind's informers
+// once it is established (at start-up, or whenever it is installed).
+func (c *cluster) watchCRD(kind string) (cache.InformerSynced, error) {
+	name := gatewayKinds[kind]
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = "metadata.name=" + name
+			return c.dyn.Resource(gvr).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = "metadata.name=" + name
+			return c.dyn.Resource(gvr).Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	if err := inf.SetWatchErrorHandler(watchError("customresourcedefinitions", "")); err != nil {
+		return nil, err
+	}
+	established := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok && crdEstablished(u) {
+			c.startKind(kind)
+		}
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    established,
+		UpdateFunc: func(_, obj any) { established(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		inf.RunWithContext(c.ctx)
+	}()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if cache.WaitForCacheSync(c.ctx.Done(), reg.HasSynced) {
+			c.mu.Lock()
+			up := c.started[kind]
+			c.mu.Unlock()
+			if !up {
+				log.Warningf("CRD %s is not installed: %s objects are not served until it is (watching for it)", name, kind)
+			}
+		}
+	}()
+	return reg.HasSynced, nil
+}
+
+// crdEstablished reports whether a CRD's status says Established=True.
+func crdEstablished(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// startKind starts the informers of a Gateway API kind, once.
+func (c *cluster) startKind(kind string) {
+	c.mu.Lock()
+	if c.started[kind] {
+		c.mu.Unlock()
+		return
+	}
+	c.started[kind] = true
+	c.mu.Unlock()
+	namespaces := c.cfg.namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	rc := c.gw.GatewayV1().RESTClient()
+	var w *watched
+	var err error
+	switch kind {
+	case kindGateway:
+		w, err = c.watch("gateways", rc, &gatewayv1.Gateway{}, namespaces, "", nil, c.dependencyHandler(depGateway))
+	case kindHTTPRoute:
+		w, err = c.watch("httproutes", rc, &gatewayv1.HTTPRoute{}, namespaces, c.cfg.labels, nil, c.objectHandler(kind))
+	case kindGRPCRoute:
+		w, err = c.watch("grpcroutes", rc, &gatewayv1.GRPCRoute{}, namespaces, c.cfg.labels, nil, c.objectHandler(kind))
+	case kindTLSRoute:
+		w, err = c.watch("tlsroutes", rc, &gatewayv1.TLSRoute{}, namespaces, c.cfg.labels, nil, c.objectHandler(kind))
+	}
+	if err != nil {
+		log.Errorf("Watching %s: %v", kind, err)
+		return
+	}
+	c.mu.Lock()
+	c.kinds[kind] = w
+	c.mu.Unlock()
+	log.Infof("Serving %s objects (CRD %s established)", kind, gatewayKinds[kind])
+	if kind == kindGateway {
+		// Routes derived before their Gateways were watched read none.
+		c.requeue(kindHTTPRoute, kindGRPCRoute, kindTLSRoute)
+	}
+}
+
+// requeue queues every object of kinds.
+func (c *cluster) requeue(kinds ...string) {
+	for _, k := range kinds {
+		c.mu.Lock()
+		w := c.kinds[k]
+		c.mu.Unlock()
+		for _, o := range w.list() {
+			if m, err := meta.Accessor(o); err == nil {
+				c.queue.Add(sourceKey(k, m.GetNamespace(), m.GetName()))
+			}
+		}
+	}
+}
+
+// trim keeps what the derivations read: no managedFields, no
+// last-applied-configuration; an EndpointSlice is cut down to its Service
+// and whether it has a ready endpoint.
+func trim(obj any) (any, error) {
+	if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
+		return &readySlice{
+			ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion},
+			service:    s.Labels[labelServiceName],
+			ready:      sliceReady(s),
+		}, nil
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a[corev1.LastAppliedConfigAnnotation] != "" {
+			a = maps.Clone(a)
+			delete(a, corev1.LastAppliedConfigAnnotation)
+			m.SetAnnotations(a)
+		}
+	}
+	return obj, nil
+}
+
+// readySlice is what the cache keeps of an EndpointSlice.
+type readySlice struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	service string
+	ready   bool
+}
+
+// DeepCopyObject implements runtime.Object; readySlice is immutable.
+func (s *readySlice) DeepCopyObject() runtime.Object {
+	cp := *s
+	return &cp
+}
+
+const (
+	depService = "svc:"
+	depGateway = "gw:"
+)
+
+// objectHandler queues the objects of a derived kind as they change.
+func (c *cluster) objectHandler(kind string) cache.ResourceEventHandler {
+	queue := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if m, err := meta.Accessor(obj); err == nil {
+			c.queue.Add(sourceKey(kind, m.GetNamespace(), m.GetName()))
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: queue,
+		UpdateFunc: func(old, obj any) {
+			o, err1 := meta.Accessor(old)
+			n, err2 := meta.Accessor(obj)
+			if err1 == nil && err2 == nil && o.GetResourceVersion() == n.GetResourceVersion() {
+				return
+			}
+			queue(obj)
+		},
+		DeleteFunc: queue,
+	}
+}
+
+// dependencyHandler queues the objects whose derivation read what changed.
+func (c *cluster) dependencyHandler(prefix string) cache.ResourceEventHandler {
+	touch := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if m, err := meta.Accessor(obj); err == nil {
+			c.touch(prefix + m.GetNamespace() + "/" + m.GetName())
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: touch, UpdateFunc: func(_, obj any) { touch(obj) }, DeleteFunc: touch}
+}
+
+// sliceHandler queues the objects backed by a Service whose readiness may have changed.
+func (c *cluster) sliceHandler() cache.ResourceEventHandler {
+	touch := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if s, ok := obj.(*readySlice); ok && s.service != "" {
+			c.touch(depService + s.Namespace + "/" + s.service)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: touch,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*readySlice)
+			n, ok2 := obj.(*readySlice)
+			if ok1 && ok2 && o.ready == n.ready && o.service == n.service {
+				return // endpoints changed, readiness did not
+			}
+			if ok1 && ok2 && o.service != n.service {
+				touch(old)
+			}
+			touch(obj)
+		},
+		DeleteFunc: touch,
+	}
+}
+
+// classHandler derives every Ingress again: the default class changed.
+func (c *cluster) classHandler() cache.ResourceEventHandler {
+	all := func(any) { c.requeue(kindIngress) }
+	return cache.ResourceEventHandlerFuncs{AddFunc: all, UpdateFunc: func(_, o any) { all(o) }, DeleteFunc: all}
+}
+
+func (c *cluster) touch(dep string) {
+	c.mu.Lock()
+	keys := make([]string, 0, len(c.deps[dep]))
+	for k := range c.deps[dep] {
+		keys = append(keys, k)
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+}
+
+func (c *cluster) work() {
+	for {
+		key, shutdown := c.queue.Get()
+		if shutdown {
+			return
+		}
+		if key == syncMarker {
+			close(c.drained)
+		} else {
+			c.sync(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+// sync derives the object at key again from the caches and hands the
+// result to the builder.
+func (c *cluster) sync(key string) {
+	kind, nsName, _ := strings.Cut(key, ":")
+	ns, name, _ := strings.Cut(nsName, "/")
+	c.mu.Lock()
+	w := c.kinds[kind]
+	c.mu.Unlock()
+	var d *declared
+	switch o := w.get(ns, name).(type) {
+	case *networkingv1.Ingress:
+		d = deriveIngress(o, c.cfg, c)
+	case *corev1.Service:
+		d = deriveService(o, c.cfg, c)
+	case *gatewayv1.HTTPRoute:
+		d = deriveHTTPRoute(o, c.cfg, c)
+	case *gatewayv1.GRPCRoute:
+		d = deriveGRPCRoute(o, c.cfg, c)
+	case *gatewayv1.TLSRoute:
+		d = deriveTLSRoute(o, c.cfg, c)
+	}
+	if d == nil {
+		c.use(key, nil)
+		if c.res != nil {
+			c.res.track(key, nil)
+		}
+		c.mu.Lock()
+		delete(c.bad, key)
+		c.mu.Unlock()
+		c.b.remove(key)
+		return
+	}
+	var uses []string
+	for _, s := range d.services {
+		uses = append(uses, depService+s)
+	}
+	for _, g := range d.gateways {
+		uses = append(uses, depGateway+g)
+	}
+	c.use(key, uses)
+	var resolved func(string) []netip.Addr
+	if c.res != nil {
+		c.res.track(key, d.hostnames)
+		resolved = c.res.addrs
+	}
+	o, bad := d.object(resolved, c.cfg.zones, c.cfg.ttl)
+	problems := slices.Clone(d.bad)
+	for _, b := range bad {
+		if b.reason != reasonZone {
+			problems = append(problems, b.msg)
+		}
+	}
+	c.logBad(key, kind, ns, name, problems)
+	c.b.upsert(o)
+}
+
+// logBad logs and counts what of an object cannot be served, once per
+// distinct set of problems, and reports it on the object.
+func (c *cluster) logBad(key, kind, ns, name string, problems []string) {
+	msg := strings.Join(problems, "; ")
+	c.mu.Lock()
+	same := c.bad[key] == msg
+	if msg == "" {
+		delete(c.bad, key)
+	} else {
+		c.bad[key] = msg
+	}
+	c.mu.Unlock()
+	if same || msg == "" {
+		return
+	}
+	invalidEndpoints.WithLabelValues(reasonSource).Add(float64(len(problems)))
+	log.Warningf("%s %s/%s: %s; skipped, the rest of it is served", kind, ns, name, msg)
+	if c.b.report != nil {
+		c.b.report(&object{kind: kind, namespace: ns, name: name}, "InvalidEndpoint", msg+"; skipped, the rest of it is served")
+	}
+}
+
+// use records what the derivation of key read.
+func (c *cluster) use(key string, uses []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, u := range c.uses[key] {
+		if m := c.deps[u]; m != nil {
+			delete(m, key)
+			if len(m) == 0 {
+				delete(c.deps, u)
+			}
+		}
+	}
+	if len(uses) == 0 {
+		delete(c.uses, key)
+		return
+	}
+	c.uses[key] = uses
+	for _, u := range uses {
+		m := c.deps[u]
+		if m == nil {
+			m = map[string]struct{}{}
+			c.deps[u] = m
+		}
+		m[key] = struct{}{}
+	}
+}
+
+// ready implements world.
+func (c *cluster) ready(namespace, name string) bool {
+	idx := c.slices.indexer(namespace)
+	if idx == nil {
+		return false
+	}
+	objs, _ := idx.ByIndex("service", namespace+"/"+name)
+	for _, o := range objs {
+		if s, ok := o.(*readySlice); ok && s.ready {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultIngressClass implements world: the newest class marked default.
+func (c *cluster) defaultIngressClass() string {
+	var best *networkingv1.IngressClass
+	for _, o := range c.classes.list() {
+		ic, ok := o.(*networkingv1.IngressClass)
+		if !ok || ic.Annotations[annotationDefaultClass] != "true" {
+			continue
+		}
+		if best == nil || ic.CreationTimestamp.After(best.CreationTimestamp.Time) ||
+			ic.CreationTimestamp.Equal(&best.CreationTimestamp) && ic.Name < best.Name {
+			best = ic
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Name
+}
+
+// gateway implements world.
+func (c *cluster) gateway(namespace, name string) *gatewayv1.Gateway {
+	c.mu.Lock()
+	w := c.kinds[kindGateway]
+	c.mu.Unlock()
+	g, _ := w.get(namespace, name).(*gatewayv1.Gateway)
+	return g
+}
+
+// objectRef names an object for its Events.
+func objectRef(o *object) eventRef {
+	switch o.kind {
+	case kindIngress:
+		return eventRef{apiVersion: "networking.k8s.io/v1", kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+	case kindService:
+		return eventRef{apiVersion: "v1", kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+	case kindHTTPRoute, kindGRPCRoute, kindTLSRoute:
+		return eventRef{apiVersion: gatewayv1.GroupVersion.String(), kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+	}
+	return dnsEndpointRef(o)
+}
+
+// watchError logs a failing list or watch of resource once per distinct
+// error (the reflector retries with backoff) and counts every failure.
+func watchError(resource, ns string) cache.WatchErrorHandler {
+	where := "all namespaces"
+	if ns != "" {
+		where = "namespace " + ns
+	}
+	var mu sync.Mutex
+	var last string
+	return func(_ *cache.Reflector, err error) {
+		syncErrors.WithLabelValues("kubernetes").Inc()
+		mu.Lock()
+		defer mu.Unlock()
+		if err.Error() == last {
+			return
+		}
+		last = err.Error()
+		if apierrors.IsForbidden(err) {
+			log.Errorf("Forbidden to list/watch %s in %s: grant this identity get, list and watch on it; serving the last data: %v", resource, where, err)
+			return
+		}
+		log.Warningf("List/watch of %s in %s failed, retrying; serving the last data: %v", resource, where, err)
+	}
+}
