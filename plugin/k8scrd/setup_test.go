@@ -117,3 +117,44 @@ func TestSetupOneLineBlockIsTheMultiLineBlock(t *testing.T) {
 		t.Errorf("closing brace after the last property: %v, cfg %+v", err, k.cfg)
 	}
 }
+
+func TestSetupParsesSources(t *testing.T) {
+	k, err := parse(caddy.NewTestController("dns", `k8scrd example.org {
+		resources dnsendpoint Ingress Service HTTPRoute GRPCRoute TLSRoute Ingress
+		ingress_class nginx internal
+		gateway_class eg
+		resolver 127.0.0.53 [::1]:5353
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := k.cfg
+	if got := strings.Join(cfg.resources, " "); got != "DNSEndpoint Ingress Service HTTPRoute GRPCRoute TLSRoute" {
+		t.Errorf("resources = %q", got)
+	}
+	if strings.Join(cfg.ingressClasses, " ") != "nginx internal" || strings.Join(cfg.gatewayClasses, " ") != "eg" {
+		t.Errorf("classes = %v, %v", cfg.ingressClasses, cfg.gatewayClasses)
+	}
+	if got := strings.Join(cfg.resolvers, " "); got != "127.0.0.53:53 [::1]:5353" {
+		t.Errorf("resolvers = %q", got)
+	}
+	if d, err := parse(caddy.NewTestController("dns", "k8scrd")); err != nil || !reflect.DeepEqual(d.cfg.resources, []string{kindDNSEndpoint}) {
+		t.Errorf("default resources = %v (%v), want DNSEndpoint only", d.cfg.resources, err)
+	}
+}
+
+func TestSetupRejectsMalformedSources(t *testing.T) {
+	for _, tc := range []struct{ input, want string }{
+		{"k8scrd {\n resources Ingress Deployment\n}", `Testfile:2 - Error during parsing: resources "Deployment": want some of DNSEndpoint Ingress Service HTTPRoute GRPCRoute TLSRoute`},
+		{"k8scrd {\n resources\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
+		{"k8scrd {\n ingress_class\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
+		{"k8scrd {\n gateway_class\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
+		{"k8scrd {\n resolver\n}", "Testfile:2 - Error during parsing: Wrong argument count"},
+		{"k8scrd {\n resolver not..an..address\n}", "Testfile:2 - Error during parsing: resolver: "},
+	} {
+		_, err := parse(caddy.NewTestController("dns", tc.input))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.input, err, tc.want)
+		}
+	}
+}
