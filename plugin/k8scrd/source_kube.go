@@ -551,20 +551,21 @@ func (c *cluster) sync(key string) {
 	w := c.kinds[kind]
 	c.mu.Unlock()
 	var d *declared
+	var parents []string // a route's Gateways, read even when they do not accept it (yet)
 	switch o := w.get(ns, name).(type) {
 	case *networkingv1.Ingress:
 		d = deriveIngress(o, c.cfg, c)
 	case *corev1.Service:
 		d = deriveService(o, c.cfg, c)
 	case *gatewayv1.HTTPRoute:
-		d = deriveHTTPRoute(o, c.cfg, c)
+		d, parents = deriveHTTPRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
 	case *gatewayv1.GRPCRoute:
-		d = deriveGRPCRoute(o, c.cfg, c)
+		d, parents = deriveGRPCRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
 	case *gatewayv1.TLSRoute:
-		d = deriveTLSRoute(o, c.cfg, c)
+		d, parents = deriveTLSRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
 	}
 	if d == nil {
-		c.use(key, nil)
+		c.use(key, parents)
 		if c.res != nil {
 			c.res.track(key, nil)
 		}
@@ -580,6 +581,11 @@ func (c *cluster) sync(key string) {
 	}
 	for _, g := range d.gateways {
 		uses = append(uses, depGateway+g)
+	}
+	for _, p := range parents {
+		if !slices.Contains(uses, p) {
+			uses = append(uses, p)
+		}
 	}
 	c.use(key, uses)
 	var resolved func(string) []netip.Addr
@@ -688,6 +694,23 @@ func (c *cluster) gateway(namespace, name string) *gatewayv1.Gateway {
 	c.mu.Unlock()
 	g, _ := w.get(namespace, name).(*gatewayv1.Gateway)
 	return g
+}
+
+// routeParents are the dependency keys of the Gateways a route names as
+// parents: a Gateway created or changed later derives the route again.
+func routeParents(ns string, refs []gatewayv1.ParentReference) []string {
+	var keys []string
+	for _, r := range refs {
+		if r.Group != nil && *r.Group != gatewayv1.GroupName || r.Kind != nil && *r.Kind != kindGateway {
+			continue
+		}
+		pns := ns
+		if r.Namespace != nil && *r.Namespace != "" {
+			pns = string(*r.Namespace)
+		}
+		keys = append(keys, depGateway+pns+"/"+string(r.Name))
+	}
+	return keys
 }
 
 // objectRef names an object for its Events.
