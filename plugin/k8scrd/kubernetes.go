@@ -32,8 +32,7 @@ type kubernetes struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	events   *eventer     // Events on objects: refused claims, invalid endpoints
-	resolver hostResolver // status host names of the cluster's objects; nil: not resolved
+	events *eventer // Events on objects: refused claims, invalid endpoints
 
 	errMu   sync.Mutex
 	lastErr map[string]string // namespace -> last list/watch error logged
@@ -120,7 +119,6 @@ func (k *kubernetes) start() error {
 			cancel()
 			return fmt.Errorf("kubernetes: %w", err)
 		}
-		c.res = k.resolver
 		s, err := c.start(ctx, &k.wg)
 		if err != nil {
 			cancel()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -146,7 +147,7 @@ func newCluster(cfg *config, b *builder, rc *rest.Config) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cluster{
+	c := &cluster{
 		cfg: cfg, b: b, cs: cs, gw: gw, dyn: dyn,
 		queue:   workqueue.NewTyped[string](),
 		kinds:   map[string]*watched{},
@@ -155,8 +156,22 @@ func newCluster(cfg *config, b *builder, rc *rest.Config) (*cluster, error) {
 		deps:    map[string]map[string]struct{}{},
 		uses:    map[string][]string{},
 		bad:     map[string]string{},
-	}, nil
+	}
+	c.res = newResolver(cfg.resolvers, resolveFloor, resolveCeiling, resolveMaxNames, func(keys []string) {
+		for _, k := range keys {
+			c.queue.Add(k)
+		}
+	})
+	return c, nil
 }
+
+// The bounds of status host name resolution: re-resolved at the answer's
+// TTL within [resolveFloor, resolveCeiling], at most resolveMaxNames names.
+const (
+	resolveFloor    = 5 * time.Second
+	resolveCeiling  = 300 * time.Second
+	resolveMaxNames = 1000
+)
 
 // derivedKinds are the kinds served that k8scrd derives.
 func (c *cluster) derivedKinds() []string {
