@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,11 +52,10 @@ type cluster struct {
 	wg    *sync.WaitGroup
 	queue *workqueue.Typed[string]
 
-	kinds    map[string]*watched // derived kinds and Gateway
-	slices   *watched
-	classes  *watched
-	drained  chan struct{} // closed when the worker reached the first sync's marker
-	crdsSeen atomic.Bool   // every CRD informer listed once
+	kinds   map[string]*watched // derived kinds and Gateway
+	slices  *watched
+	classes *watched
+	drained chan struct{} // closed when the worker reached the first sync's marker
 
 	mu      sync.Mutex
 	synced  []cache.InformerSynced // every informer started so far
