@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/external-dns/apis/v1alpha1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -23,9 +25,11 @@ import (
 // a file written in several pieces is read once, whole.
 const settle = 50 * time.Millisecond
 
-// directory is the source that reads DNSEndpoint manifests (YAML or JSON, one
-// or more documents a file) from a folder and watches it: files created,
-// changed, removed or renamed take effect without a restart.
+// directory is the source that reads manifests (YAML or JSON, one or more
+// documents a file) from a folder and watches it: files created, changed,
+// removed or renamed take effect without a restart. It serves DNSEndpoints
+// and, with `resources`, derives Ingresses, Services and routes from the
+// folder's objects as the API source does (source_directory.go).
 type directory struct {
 	cfg *config
 	b   *builder
@@ -36,13 +40,20 @@ type directory struct {
 	wg   sync.WaitGroup
 
 	// owned by the watch goroutine (and start, before it runs)
-	files map[string]*manifestFile // base name -> what it holds now
+	files   map[string]*manifestFile // base name -> what it holds now
+	derived map[string]*derivedFile  // derived object key -> what the builder has of it
 }
 
 // manifestFile is what one file contributed at its last good read.
 type manifestFile struct {
-	raw  []byte
-	docs map[string]string // object key -> the document's text (its version)
+	raw   []byte
+	mtime time.Time
+	docs  map[string]string // object key -> the document's text (its version)
+	// the cluster's own kinds: derived together with every other file's (derive)
+	sources  []fileSource
+	slices   []fileSlice
+	classes  []*networkingv1.IngressClass
+	gateways []*gatewayv1.Gateway
 }
 
 func newDirectory(cfg *config, b *builder) *directory {
@@ -164,21 +175,43 @@ func (d *directory) rescan() {
 		return
 	}
 	present := map[string]bool{}
+	var at time.Time
+	changed := false
+	read := func(base string) {
+		if t, ok := d.read(base); ok {
+			changed = true
+			if t.After(at) {
+				at = t
+			}
+		}
+	}
 	for _, e := range entries {
 		if manifest(e.Name()) {
 			present[e.Name()] = true
-			d.load(e.Name())
+			read(e.Name())
 		}
 	}
 	for base := range d.files {
 		if !present[base] {
-			d.load(base)
+			read(base)
 		}
+	}
+	if changed && d.cfg.derives() {
+		d.derive(at)
 	}
 }
 
-// load reads one file and hands what changed in it to the builder.
+// load reads one file and hands what changed to the builder.
 func (d *directory) load(base string) {
+	if at, ok := d.read(base); ok && d.cfg.derives() {
+		d.derive(at)
+	}
+}
+
+// read reads one file and hands what changed of its DNSEndpoints to the
+// builder. changed reports that the file's contents changed (the derived
+// objects are to be derived again), at when.
+func (d *directory) read(base string) (at time.Time, changed bool) {
 	path := filepath.Join(d.dir, base)
 	old := d.files[base]
 	raw, err := os.ReadFile(path)
@@ -196,26 +229,30 @@ func (d *directory) load(base string) {
 				d.b.remove(key)
 			}
 			delete(d.files, base)
+			return time.Now(), true
 		}
-		return
+		return time.Time{}, false
 	}
 	if old != nil && bytes.Equal(old.raw, raw) {
-		return
+		return time.Time{}, false
 	}
-	docs, perr := parseManifests(path, raw, st.ModTime(), d.cfg)
+	p, perr := parseFile(path, raw, st.ModTime(), d.cfg)
 	if perr != nil && old != nil {
 		// Most likely a file caught while being written, or a broken edit:
 		// keep serving what it held at its last good read.
 		log.Errorf("%v; file skipped, serving its previous contents", perr)
 		invalidEndpoints.WithLabelValues(reasonDecode).Inc()
-		return
+		return time.Time{}, false
 	}
 	if perr != nil {
 		log.Errorf("%v; skipped", perr)
 		invalidEndpoints.WithLabelValues(reasonDecode).Inc()
 	}
-	f := &manifestFile{raw: raw, docs: map[string]string{}}
-	for _, doc := range docs {
+	f := &manifestFile{
+		raw: raw, mtime: st.ModTime(), docs: map[string]string{},
+		sources: p.sources, slices: p.slices, classes: p.classes, gateways: p.gateways,
+	}
+	for _, doc := range p.docs {
 		f.docs[doc.obj.key] = doc.text
 		if old != nil && old.docs[doc.obj.key] == doc.text {
 			continue
@@ -236,6 +273,7 @@ func (d *directory) load(base string) {
 		}
 	}
 	d.files[base] = f
+	return st.ModTime(), true
 }
 
 // manifestDoc is one DNSEndpoint read from a file.
@@ -248,11 +286,21 @@ type manifestDoc struct {
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
-// parseManifests reads every DNSEndpoint in a file. Documents that do not
-// parse are left out; the error names the first of them by file and line.
+// parseManifests reads every DNSEndpoint in a file (parseFile, for tests).
 func parseManifests(path string, raw []byte, mtime time.Time, cfg *config) ([]manifestDoc, error) {
+	p, err := parseFile(path, raw, mtime, cfg)
+	return p.docs, err
+}
+
+// parseFile reads every object of a file that the directory reads: the
+// DNSEndpoints, and the kinds of `resources` with what their derivation
+// needs (fileKinds). Documents that do not parse, and kinds the directory
+// never reads, are left out; the error names the first of them by file
+// and line. A kind it knows but that no kind served needs is skipped
+// silently: a folder of a whole application's manifests is normal.
+func parseFile(path string, raw []byte, mtime time.Time, cfg *config) (*parsedFile, error) {
 	var (
-		out   []manifestDoc
+		p     = &parsedFile{}
 		first error
 		seen  = map[string]int{}
 	)
@@ -260,6 +308,11 @@ func parseManifests(path string, raw []byte, mtime time.Time, cfg *config) ([]ma
 		if first == nil {
 			first = fmt.Errorf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
 		}
+	}
+	type probe struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Items      []json.RawMessage `json:"items"`
 	}
 	for _, doc := range splitDocuments(raw) {
 		js, err := yaml.YAMLToJSON(doc.text)
@@ -275,29 +328,60 @@ func parseManifests(path string, raw []byte, mtime time.Time, cfg *config) ([]ma
 		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 			continue // empty document or comments only
 		}
-		var probe struct {
-			APIVersion string            `json:"apiVersion"`
-			Kind       string            `json:"kind"`
-			Items      []json.RawMessage `json:"items"`
-		}
-		if err := json.Unmarshal(js, &probe); err != nil {
+		var top probe
+		if err := json.Unmarshal(js, &top); err != nil {
 			fail(doc.line, "not an object: %v", err)
 			continue
 		}
 		items := []json.RawMessage{js}
-		switch probe.Kind {
-		case "List", "DNSEndpointList":
-			items = probe.Items
-		case v1alpha1.DNSEndpointKind:
-		default:
-			fail(doc.line, "kind %q is not DNSEndpoint", probe.Kind)
-			continue
+		listOf := "" // a typed list's kind: its items may leave out kind and apiVersion
+		if top.Kind == "List" {
+			items = top.Items
+		} else if k, ok := strings.CutSuffix(top.Kind, "List"); ok {
+			if _, known := cfg.reads(k); known {
+				items, listOf = top.Items, k
+			}
 		}
 		for _, item := range items {
+			it := top
+			if top.Kind == "List" || listOf != "" {
+				it = probe{}
+				if err := json.Unmarshal(item, &it); err != nil {
+					fail(doc.line, "not an object: %v", err)
+					continue
+				}
+				if it.Kind == "" {
+					it.Kind = listOf
+				}
+				if it.APIVersion == "" && listOf != "" {
+					it.APIVersion = top.APIVersion
+				}
+			}
+			read, known := cfg.reads(it.Kind)
+			switch {
+			case !known:
+				fail(doc.line, "kind %q is not one the directory reads (%s)", it.Kind, acceptedKinds)
+				continue
+			case !read:
+				continue // known, and no kind served needs it
+			}
+			if it.Kind != kindDNSEndpoint {
+				if want := fileKinds[it.Kind].apiVersion; it.APIVersion != want {
+					fail(doc.line, "%s apiVersion %q is not %s", it.Kind, it.APIVersion, want)
+					continue
+				}
+				if err := p.addKind(cfg, path, doc.line, it.Kind, item, seen); err != nil {
+					fail(doc.line, "%v", err)
+				}
+				continue
+			}
 			var ep v1alpha1.DNSEndpoint
 			if err := json.Unmarshal(item, &ep); err != nil {
 				fail(doc.line, "%v", err)
 				continue
+			}
+			if ep.APIVersion == "" {
+				ep.APIVersion = it.APIVersion
 			}
 			if g, _, _ := strings.Cut(ep.APIVersion, "/"); g != v1alpha1.GroupVersion.Group {
 				fail(doc.line, "apiVersion %q is not %s", ep.APIVersion, v1alpha1.GroupVersion)
@@ -324,10 +408,10 @@ func parseManifests(path string, raw []byte, mtime time.Time, cfg *config) ([]ma
 				key: key, namespace: ns, name: ep.Name,
 				created: created, changed: mtime, labels: ep.Labels,
 			}, ep.Spec.Endpoints, cfg.zones, cfg.ttl)
-			out = append(out, manifestDoc{obj: o, bad: bad, text: string(item), line: doc.line})
+			p.docs = append(p.docs, manifestDoc{obj: o, bad: bad, text: string(item), line: doc.line})
 		}
 	}
-	return out, first
+	return p, first
 }
 
 type document struct {
