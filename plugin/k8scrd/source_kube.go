@@ -422,10 +422,17 @@ func (c *cluster) requeue(kinds ...string) {
 // and whether it has a ready endpoint.
 func trim(obj any) (any, error) {
 	if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
+		changed := s.CreationTimestamp.Time
+		for _, mf := range s.ManagedFields {
+			if mf.Time != nil && mf.Time.After(changed) {
+				changed = mf.Time.Time
+			}
+		}
 		return &readySlice{
 			ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion},
 			service:    s.Labels[labelServiceName],
 			ready:      sliceReady(s),
+			changed:    changed,
 		}, nil
 	}
 	if m, err := meta.Accessor(obj); err == nil {
@@ -445,6 +452,7 @@ type readySlice struct {
 	metav1.ObjectMeta
 	service string
 	ready   bool
+	changed time.Time // the newest managedFields time: when its readiness may have changed
 }
 
 // DeepCopyObject implements runtime.Object; readySlice is immutable.
@@ -606,6 +614,14 @@ func (c *cluster) sync(key string) {
 		c.res.track(key, d.hostnames)
 		resolved = c.res.addrs
 	}
+	// A change of health is a change of the object's answers: the
+	// propagation delay counts from the newest write to its slices too.
+	for _, s := range d.services {
+		ns, name, _ := strings.Cut(s, "/")
+		if t := c.sliceChanged(ns, name); t.After(d.changed) {
+			d.changed = t
+		}
+	}
 	o, bad := d.object(resolved, c.cfg.zones, c.cfg.ttl)
 	problems := slices.Clone(d.bad)
 	for _, b := range bad {
@@ -679,6 +695,20 @@ func (c *cluster) ready(namespace, name string) bool {
 		}
 	}
 	return false
+}
+
+// sliceChanged is the newest change among Service namespace/name's EndpointSlices.
+func (c *cluster) sliceChanged(namespace, name string) time.Time {
+	var t time.Time
+	if idx := c.slices.indexer(namespace); idx != nil {
+		objs, _ := idx.ByIndex("service", namespace+"/"+name)
+		for _, o := range objs {
+			if s, ok := o.(*readySlice); ok && s.changed.After(t) {
+				t = s.changed
+			}
+		}
+	}
+	return t
 }
 
 // defaultIngressClass implements world: the newest class marked default.
