@@ -1,0 +1,103 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// NetNS is a network namespace that a test created, joined to the host by a
+// veth pair, with addresses in 198.18.X.0/24 (RFC 2544's benchmarking
+// range): real, routable only into the namespace, and owned by the test.
+// Tests that need addresses the API server accepts in EndpointSlices (it
+// refuses loopback) use these; nothing listens on them.
+type NetNS struct {
+	Name  string
+	Host  netip.Addr   // the host side of the veth, 198.18.X.1
+	Addrs []netip.Addr // the namespace side: 198.18.X.10, .11, ...
+}
+
+// NewNetNS creates a network namespace with n addresses, removed when the
+// test ends. Without root or without the ip command the test is skipped
+// (through Missing, which fails instead under FLEETDNS_REQUIRE_ALL=1).
+func NewNetNS(t testing.TB, n int) *NetNS {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "network namespace: not root")
+	}
+	ipcmd, err := exec.LookPath("ip")
+	if err != nil {
+		Missing(t, "network namespace: no ip command")
+	}
+	if n < 1 || n > 200 {
+		t.Fatalf("NewNetNS: %d addresses, want 1 to 200", n)
+	}
+	run := func(args ...string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, ipcmd, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	// A third octet that no interface of this host uses: test packages
+	// run in parallel, and each takes a /24 of its own.
+	var x int
+	for tries := 0; ; tries++ {
+		if tries == 50 {
+			t.Fatal("NewNetNS: no free 198.18.X.0/24 after 50 tries")
+		}
+		x = rand.IntN(256)
+		out, err := exec.Command(ipcmd, "-o", "-4", "addr", "show").Output()
+		if err != nil {
+			t.Fatalf("ip addr show: %v", err)
+		}
+		if !strings.Contains(string(out), fmt.Sprintf(" 198.18.%d.", x)) {
+			break
+		}
+	}
+	tag := fmt.Sprintf("%d%04x", os.Getpid()%10000, rand.IntN(1<<16))
+	ns := &NetNS{Name: "fleetdns-" + tag, Host: netip.AddrFrom4([4]byte{198, 18, byte(x), 1})}
+	hostIf, nsIf := "fdh"+tag, "fdn"+tag
+	if len(hostIf) > 15 {
+		hostIf, nsIf = hostIf[:15], nsIf[:15]
+	}
+	if err := run("netns", "add", ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		run("link", "del", hostIf)
+		if err := run("netns", "del", ns.Name); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+	steps := [][]string{
+		{"link", "add", hostIf, "type", "veth", "peer", "name", nsIf},
+		{"link", "set", nsIf, "netns", ns.Name},
+		{"addr", "add", ns.Host.String() + "/24", "dev", hostIf},
+		{"link", "set", hostIf, "up"},
+		{"-n", ns.Name, "link", "set", "lo", "up"},
+		{"-n", ns.Name, "link", "set", nsIf, "up"},
+	}
+	for i := range n {
+		a := netip.AddrFrom4([4]byte{198, 18, byte(x), byte(10 + i)})
+		ns.Addrs = append(ns.Addrs, a)
+		steps = append(steps, []string{"-n", ns.Name, "addr", "add", a.String() + "/24", "dev", nsIf})
+	}
+	for _, s := range steps {
+		if err := run(s...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns
+}
+
+// Addr returns the namespace's i-th address as a string.
+func (ns *NetNS) Addr(i int) string { return ns.Addrs[i].String() }
