@@ -1,6 +1,7 @@
 package sources_test
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,96 +27,117 @@ var sourceRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 }
 
-// shippedSourceRules returns the rules of the shipped ClusterRole that
-// grants the sources (the one of deploy/rbac that names ingresses), and its
-// name; nil when deploy/rbac has none yet.
-func shippedSourceRules(t *testing.T) ([]rbacv1.PolicyRule, string) {
+// shippedRBAC is the shipped RBAC of the GSLB servers, whose Corefile reads
+// the sources: deploy/gslb/rbac.yaml, once it grants them (a rule naming
+// ingresses). It returns the manifest, the ServiceAccount's namespace and
+// name; "" when it does not grant the sources yet.
+func shippedRBAC(t *testing.T) (manifest, ns, name string) {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(harness.ModuleRoot(t), "deploy", "rbac", "*.yaml"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := harness.DecodeYAML(string(b))
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, o := range objs {
-			if o.GetKind() != "ClusterRole" {
-				continue
+	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "deploy", "gslb", "rbac.yaml"))
+	if err != nil {
+		return "", "", ""
+	}
+	objs, err := harness.DecodeYAML(string(b))
+	if err != nil {
+		t.Fatalf("deploy/gslb/rbac.yaml: %v", err)
+	}
+	grants := false
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount":
+			ns, name = o.GetNamespace(), o.GetName()
+		case "Role", "ClusterRole":
+			var r rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &r); err != nil {
+				t.Fatalf("deploy/gslb/rbac.yaml: %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
-			var cr rbacv1.ClusterRole
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &cr); err != nil {
-				t.Fatalf("%s: ClusterRole %s: %v", f, o.GetName(), err)
-			}
-			for _, r := range cr.Rules {
-				if slices.Contains(r.Resources, "ingresses") {
-					return cr.Rules, filepath.Base(f) + " ClusterRole " + cr.Name
-				}
+			for _, rule := range r.Rules {
+				grants = grants || slices.Contains(rule.Resources, "ingresses")
 			}
 		}
 	}
-	return nil, ""
+	if !grants || name == "" {
+		return "", "", ""
+	}
+	return string(b), ns, name
 }
 
 // TestServiceAccountReadsEverySource runs coredns with every source under a
-// ServiceAccount token (TokenRequest API) whose ClusterRole is the shipped
-// one for the sources (or, until deploy/rbac has one, exactly DESIGN.md's
-// list): every kind is served, health is read, and no call is forbidden.
+// ServiceAccount token (TokenRequest API) with only the permissions DESIGN.md
+// allows: every kind is served, health is read, and no call is forbidden.
+// Once with a ClusterRole of exactly DESIGN.md's list, once with the shipped
+// deploy/gslb/rbac.yaml (namespaced Role and a ClusterRole for the
+// cluster-scoped kinds) and the Corefile's `namespaces` line it goes with.
 func TestServiceAccountReadsEverySource(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	c.installGatewayAPI(t)
-	rules, from := shippedSourceRules(t)
-	if rules == nil {
-		rules, from = sourceRules, "DESIGN.md's list (deploy/rbac has no ClusterRole for the sources)"
-	}
-	t.Logf("rules: %s", from)
-	net := harness.NewNetNS(t, 8)
-	ns := c.k.NewNamespace(t, "rbac")
-	c.k.ServiceAccountWithRules(t, ns, "fleetdns", rules)
-	kubeconfig := c.k.TokenKubeconfig(t, ns, "fleetdns")
+	net := harness.NewNetNS(t, 16)
 
-	c.k.CreateDNSEndpoint(t, ns, "dep", nil, harness.Endpoint{DNSName: "dep.rbac.example.org", RecordType: "A", Targets: []string{net.Addr(0)}})
-	c.backend(t, ns, "web")
-	c.slice(t, ns, "web", "web-1", ready(net.Addr(7)))
-	c.createIngress(t, ns, "ing", ingress{class: "rbac-test", rules: []rule{{"ing.rbac.example.org", "web"}}})
-	c.ingressStatus(t, ns, "ing", net.Addr(1))
-	c.loadBalancer(t, ns, "lb", "lb.rbac.example.org")
-	c.lbStatus(t, ns, "lb", net.Addr(2))
-	c.gateway(t, ns, "gw", "rbac-test", []listener{
+	t.Run("design", func(t *testing.T) {
+		t.Parallel()
+		ns := c.k.NewNamespace(t, "rbac")
+		c.k.ServiceAccountWithRules(t, ns, "fleetdns", sourceRules)
+		proveSources(t, c, ns, c.k.TokenKubeconfig(t, ns, "fleetdns"), "rbac.example.org", nil, net.Addrs[:8])
+	})
+	t.Run("shipped", func(t *testing.T) {
+		t.Parallel()
+		manifest, ns, sa := shippedRBAC(t)
+		if manifest == "" {
+			t.Skip("deploy/gslb/rbac.yaml does not grant the sources yet")
+		}
+		c.k.EnsureNamespace(t, ns)
+		c.k.Apply(t, manifest)
+		proveSources(t, c, ns, c.k.TokenKubeconfig(t, ns, sa), "shipped.example.org", []string{"namespaces " + ns}, net.Addrs[8:])
+	})
+}
+
+// proveSources creates one object of every kind in ns with hosts under
+// zone, starts coredns with kubeconfig, and checks that each is served and
+// its health read, with no forbidden call in the log.
+func proveSources(t *testing.T, c *cluster, ns, kubeconfig, zone string, stanza []string, addrs []netip.Addr) {
+	a := func(i int) string { return addrs[i].String() }
+	h := func(label string) string { return label + "." + zone }
+	p := ns + "-" // names unique in a namespace another run may share
+	c.k.CreateDNSEndpoint(t, ns, p+"dep", nil, harness.Endpoint{DNSName: h("dep"), RecordType: "A", Targets: []string{a(0)}})
+	c.backend(t, ns, p+"web")
+	c.slice(t, ns, p+"web", p+"web-1", ready(a(7)))
+	c.createIngress(t, ns, p+"ing", ingress{class: "rbac-test", rules: []rule{{h("ing"), p + "web"}}})
+	c.ingressStatus(t, ns, p+"ing", a(1))
+	c.loadBalancer(t, ns, p+"lb", h("lb"))
+	c.lbStatus(t, ns, p+"lb", a(2))
+	c.gateway(t, ns, p+"gw", "rbac-test", []listener{
 		{name: "http", protocol: "HTTP", port: 80},
-		{name: "tls", protocol: "TLS", port: 443, hostname: "tls.rbac.example.org"},
-	}, net.Addr(3))
+		{name: "tls", protocol: "TLS", port: 443, hostname: h("tls")},
+	}, a(3))
 	for _, r := range []struct{ kind, host, section string }{
-		{"HTTPRoute", "http.rbac.example.org", "http"},
-		{"GRPCRoute", "grpc.rbac.example.org", "http"},
-		{"TLSRoute", "tls.rbac.example.org", "tls"},
+		{"HTTPRoute", h("http"), "http"},
+		{"GRPCRoute", h("grpc"), "http"},
+		{"TLSRoute", h("tls"), "tls"},
 	} {
-		name := strings.ToLower(r.kind)
-		c.createRoute(t, r.kind, ns, name, route{gateway: "gw", section: r.section, hostnames: []string{r.host}, backend: "web"})
-		c.routeStatus(t, r.kind, ns, name, "gw", true, 0)
+		name := p + strings.ToLower(r.kind)
+		c.createRoute(t, r.kind, ns, name, route{gateway: p + "gw", section: r.section, hostnames: []string{r.host}, backend: p + "web"})
+		c.routeStatus(t, r.kind, ns, name, p+"gw", true, 0)
 	}
 
-	srv := startSources(t, "rbac.example.org", kubeconfig, []string{
+	srv := startSources(t, zone, kubeconfig, append([]string{
 		"resources " + allKinds,
 		"ingress_class rbac-test",
 		"gateway_class rbac-test",
-	}, true)
-	expectA(t, srv.Addr, "dep.rbac.example.org", net.Addr(0))
-	expectA(t, srv.Addr, "ing.rbac.example.org", net.Addr(1))
-	expectA(t, srv.Addr, "lb.rbac.example.org", net.Addr(2))
-	expectA(t, srv.Addr, "http.rbac.example.org", net.Addr(3))
-	expectA(t, srv.Addr, "grpc.rbac.example.org", net.Addr(3))
-	expectA(t, srv.Addr, "tls.rbac.example.org", net.Addr(3))
+	}, stanza...), true)
+	expectA(t, srv.Addr, h("dep"), a(0))
+	expectA(t, srv.Addr, h("ing"), a(1))
+	expectA(t, srv.Addr, h("lb"), a(2))
+	expectA(t, srv.Addr, h("http"), a(3))
+	expectA(t, srv.Addr, h("grpc"), a(3))
+	expectA(t, srv.Addr, h("tls"), a(3))
 	// EndpointSlices are read: the Ingress's backend is ready, the Service's is not.
-	expectA(t, srv.Addr, "localtargets-ing.rbac.example.org", net.Addr(1))
-	expectA(t, srv.Addr, "localtargets-http.rbac.example.org", net.Addr(3))
-	expectA(t, srv.Addr, "localtargets-lb.rbac.example.org", "NODATA")
+	expectA(t, srv.Addr, "localtargets-"+h("ing"), a(1))
+	expectA(t, srv.Addr, "localtargets-"+h("http"), a(3))
+	expectA(t, srv.Addr, "localtargets-"+h("lb"), "NODATA")
 	// A change after the first sync reaches it through the watches.
-	c.slice(t, ns, "lb", "lb-1", ready(net.Addr(6)))
-	expectA(t, srv.Addr, "localtargets-lb.rbac.example.org", net.Addr(2))
+	c.slice(t, ns, p+"lb", p+"lb-1", ready(a(6)))
+	expectA(t, srv.Addr, "localtargets-"+h("lb"), a(2))
 	if l := strings.ToLower(srv.Log()); strings.Contains(l, "forbidden") {
 		t.Errorf("the role is not enough, the log shows a forbidden call:\n%s", srv.Log())
 	}
