@@ -492,7 +492,7 @@ func (c *cluster) updateRoute(t testing.TB, kind, ns, name string, r route) int6
 }
 
 // routeStatus writes the route's status as a Gateway controller does: one
-// parent, gateway, whose Accepted condition is accepted, observed at
+// parent, gateway (its parentRef copied from the spec), whose Accepted condition is accepted, observed at
 // generation (0: the route's current generation).
 func (c *cluster) routeStatus(t testing.TB, kind, ns, name, gateway string, accepted bool, generation int64) {
 	t.Helper()
@@ -511,8 +511,19 @@ func (c *cluster) routeStatus(t testing.TB, kind, ns, name, gateway string, acce
 			status, reason = "False", "NotAllowedByListeners"
 		}
 		now := time.Now().UTC().Format(time.RFC3339)
+		// The controller writes the parentRef as the spec has it (sectionName too).
+		ref := map[string]any{"group": gatewayGroup, "kind": "Gateway", "name": gateway}
+		refs, _, _ := unstructured.NestedSlice(cur.Object, "spec", "parentRefs")
+		for _, r := range refs {
+			if m, ok := r.(map[string]any); ok && m["name"] == gateway {
+				for k, v := range m {
+					ref[k] = v
+				}
+				break
+			}
+		}
 		cur.Object["status"] = map[string]any{"parents": []any{map[string]any{
-			"parentRef":      map[string]any{"group": gatewayGroup, "kind": "Gateway", "name": gateway},
+			"parentRef":      ref,
 			"controllerName": "example.com/fleetdns-test",
 			"conditions": []any{
 				map[string]any{"type": "Accepted", "status": status, "reason": reason, "message": "", "observedGeneration": gen, "lastTransitionTime": now},
