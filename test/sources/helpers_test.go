@@ -3,6 +3,7 @@ package sources_test
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,30 +102,10 @@ func expect(t testing.TB, addr, name string, qtype uint16, want string, within t
 	return time.Since(start)
 }
 
-// stays checks that name A keeps answering want for d (a negative case
-// that must not turn positive once the positive cases around it have).
-func stays(t testing.TB, addr, name, want string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if got := answer(addr, name, dns.TypeA); got != want {
-			t.Errorf("%s A @%s = %s, want %s", name, addr, got, want)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // join is the answer form of addresses: sorted, comma separated.
 func join(addrs ...string) string {
-	s := append([]string(nil), addrs...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
+	s := slices.Clone(addrs)
+	slices.Sort(s)
 	return strings.Join(s, ",")
 }
 
