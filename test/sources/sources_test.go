@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSources creates, through the API, the Ingresses, LoadBalancer
@@ -25,7 +26,10 @@ func TestSources(t *testing.T) {
 	net := harness.NewNetNS(t, 24)
 	ns := c.k.NewNamespace(t, "sources")
 	// Cluster-scoped: the classes every Ingress of this test is judged by.
-	c.ingressClass(t, "fleet", true)
+	// None is the default yet: the API server's DefaultIngressClass
+	// admission writes the default class into an Ingress created without
+	// one, and the ingress-class subtest needs one that stays without.
+	c.ingressClass(t, "fleet", false)
 	c.ingressClass(t, "other", false)
 
 	// The upstream that resolves load balancers' host names: a coredns
@@ -173,13 +177,21 @@ func TestSources(t *testing.T) {
 		}
 		expectA(t, filtered.Addr, "byname.cls.example.org", net.Addr(8))
 		expectA(t, filtered.Addr, "byannotation.cls.example.org", net.Addr(8))
-		expectA(t, filtered.Addr, "bydefault.cls.example.org", net.Addr(8))
-		for _, host := range []string{"othername", "otherannotation"} {
+		for _, host := range []string{"othername", "otherannotation", "bydefault"} {
 			if got := answer(filtered.Addr, host+".cls.example.org", dns.TypeA); got != "NXDOMAIN" {
-				t.Errorf("ingress_class fleet, an Ingress of class other: %s %s, want NXDOMAIN", host, got)
+				t.Errorf("ingress_class fleet, an Ingress not of class fleet: %s %s, want NXDOMAIN", host, got)
 			}
 		}
-		// The default class moves: the Ingress without a class goes with it.
+		// An Ingress without a class takes the default IngressClass's, when
+		// one is marked later (admission only fills in new Ingresses) ...
+		if ing, err := c.cs.NetworkingV1().Ingresses(ns).Get(harness.Context(t), "cls-bydefault", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		} else if ing.Spec.IngressClassName != nil {
+			t.Fatalf("the Ingress without a class has ingressClassName %q", *ing.Spec.IngressClassName)
+		}
+		c.ingressClass(t, "fleet", true)
+		expectA(t, filtered.Addr, "bydefault.cls.example.org", net.Addr(8))
+		// ... and goes with it when the default moves.
 		c.ingressClass(t, "fleet", false)
 		c.ingressClass(t, "other", true)
 		expectA(t, filtered.Addr, "bydefault.cls.example.org", "NXDOMAIN")
