@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/fleetdns/fleetdns/test/harness"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 )
 
 // TestCRDAppliesAndIsEstablished applies deploy/crd as the docs say and
@@ -36,11 +39,13 @@ func TestKustomizationsApplyServerSide(t *testing.T) {
 		want []string // objects that must be in the rendering
 	}{
 		{"deploy/gslb", []string{"Namespace//fleetdns", "ServiceAccount/fleetdns/fleetdns-gslb", "Role/fleetdns/fleetdns:gslb",
-			"RoleBinding/fleetdns/fleetdns:gslb", "ConfigMap/fleetdns/fleetdns-gslb", "Service/fleetdns/fleetdns-gslb", "Deployment/fleetdns/fleetdns-gslb"}},
+			"RoleBinding/fleetdns/fleetdns:gslb", "ClusterRole//fleetdns:gslb", "ClusterRoleBinding//fleetdns:gslb", "ConfigMap/fleetdns/fleetdns-gslb", "Service/fleetdns/fleetdns-gslb", "Deployment/fleetdns/fleetdns-gslb"}},
 		{"deploy/sidecar", []string{"Namespace//sidecar-example", "ConfigMap/sidecar-example/fleetdns-sidecar", "Deployment/sidecar-example/app"}},
 		{"deploy/multicluster/parent", []string{"Namespace//fleetdns", "DNSEndpoint/fleetdns/gslb-delegation"}},
-		{"deploy/multicluster/overlays/eu", []string{"DNSEndpoint/fleetdns/gslb-zone-apex", "DNSEndpoint/fleetdns/app", "Deployment/fleetdns/fleetdns-gslb"}},
-		{"deploy/multicluster/overlays/us", []string{"DNSEndpoint/fleetdns/gslb-zone-apex", "DNSEndpoint/fleetdns/app", "Deployment/fleetdns/fleetdns-gslb"}},
+		{"deploy/multicluster/overlays/eu", []string{"DNSEndpoint/fleetdns/gslb-zone-apex", "Deployment/fleetdns/fleetdns-gslb",
+			"Deployment/fleetdns/app", "Service/fleetdns/app", "Ingress/fleetdns/app"}},
+		{"deploy/multicluster/overlays/us", []string{"DNSEndpoint/fleetdns/gslb-zone-apex", "Deployment/fleetdns/fleetdns-gslb",
+			"Deployment/fleetdns/app", "Service/fleetdns/app", "Ingress/fleetdns/app"}},
 	} {
 		t.Run(strings.ReplaceAll(c.dir, "/", "_"), func(t *testing.T) {
 			objs := kustomize(t, k, root, c.dir)
@@ -64,8 +69,9 @@ func TestKustomizationsApplyServerSide(t *testing.T) {
 }
 
 // TestOverlaysSetPerClusterValues checks that each cluster's overlay gives
-// the GSLB pods its own geo tag and its own targets, and pins the load
-// balancer to the address the parent's glue names.
+// the GSLB pods its own geo tag, pins the name servers' load balancer to the
+// address the parent's glue names, and brings the app whose Ingress declares
+// app.gslb.example.com with its failover policy and a backend that exists.
 func TestOverlaysSetPerClusterValues(t *testing.T) {
 	k := harness.SharedKube(t)
 	root := harness.ModuleRoot(t)
@@ -73,7 +79,8 @@ func TestOverlaysSetPerClusterValues(t *testing.T) {
 	for _, tag := range []string{"eu", "us"} {
 		objs := kustomize(t, k, root, "deploy/multicluster/overlays/"+tag)
 		var cmName, envFrom, lbIP string
-		var targets []string
+		var ing *networkingv1.Ingress
+		appPorts := map[string]bool{}
 		for _, o := range objs {
 			switch {
 			case o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "fleetdns-cluster-"):
@@ -82,27 +89,42 @@ func TestOverlaysSetPerClusterValues(t *testing.T) {
 				if data["FLEETDNS_GEOTAG"] != tag {
 					t.Errorf("overlay %s: FLEETDNS_GEOTAG = %v", tag, data["FLEETDNS_GEOTAG"])
 				}
-			case o.GetKind() == "Deployment":
+			case o.GetKind() == "Deployment" && o.GetName() == "fleetdns-gslb":
 				cs := o.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)
 				ef := cs[0].(map[string]any)["envFrom"].([]any)
 				envFrom = ef[0].(map[string]any)["configMapRef"].(map[string]any)["name"].(string)
-			case o.GetKind() == "Service":
+			case o.GetKind() == "Service" && o.GetName() == "fleetdns-gslb":
 				lbIP, _ = o.Object["spec"].(map[string]any)["loadBalancerIP"].(string)
-			case o.GetKind() == "DNSEndpoint" && o.GetName() == "app":
-				eps := o.Object["spec"].(map[string]any)["endpoints"].([]any)
-				for _, tg := range eps[0].(map[string]any)["targets"].([]any) {
-					targets = append(targets, tg.(string))
-				}
 			}
 		}
+		if svc := findObject[corev1.Service](t, objs, "Service", "app"); svc != nil {
+			for _, p := range svc.Spec.Ports {
+				appPorts[p.Name] = true
+			}
+		}
+		ing = findObject[networkingv1.Ingress](t, objs, "Ingress", "app")
 		if cmName == "" || envFrom != cmName {
 			t.Errorf("overlay %s: Deployment reads ConfigMap %q, generated %q (kustomize must rewrite the hashed name)", tag, envFrom, cmName)
 		}
 		if want := glue["gslb-ns-"+tag+".gslb.example.com"]; lbIP != want || want == "" {
 			t.Errorf("overlay %s: Service loadBalancerIP %q, parent's glue for gslb-ns-%s says %q", tag, lbIP, tag, want)
 		}
-		if len(targets) == 0 {
-			t.Errorf("overlay %s: app.gslb.example.com has no targets", tag)
+		if ing.Namespace != "fleetdns" {
+			t.Errorf("overlay %s: Ingress app in namespace %q; the shipped Corefile reads fleetdns only", tag, ing.Namespace)
+		}
+		if got := ing.Annotations["gslb.fleetdns.io/strategy"] + " " + ing.Annotations["gslb.fleetdns.io/primary"]; got != "failover eu" {
+			t.Errorf("overlay %s: Ingress app strategy and primary %q, want failover eu", tag, got)
+		}
+		if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != "app.gslb.example.com" || ing.Spec.Rules[0].HTTP == nil ||
+			len(ing.Spec.Rules[0].HTTP.Paths) == 0 || ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service == nil {
+			t.Fatalf("overlay %s: Ingress app rules %+v, want host app.gslb.example.com with a Service backend", tag, ing.Spec.Rules)
+		}
+		if b := ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service; b.Name != "app" || !appPorts[b.Port.Name] {
+			t.Errorf("overlay %s: Ingress app's backend %s port %q is not a port of Service app (%v): its health would never be ready", tag, b.Name, b.Port.Name, appPorts)
+		}
+		d := findObject[appsv1.Deployment](t, objs, "Deployment", "app")
+		if d.Spec.Replicas == nil || *d.Spec.Replicas < 1 || d.Spec.Template.Spec.Containers[0].ReadinessProbe == nil {
+			t.Errorf("overlay %s: Deployment app replicas %v, readinessProbe %v: its readiness is the host's health", tag, d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].ReadinessProbe)
 		}
 	}
 }

@@ -39,13 +39,17 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 	ask := func(name string, qtype uint16) *dns.Msg {
 		return harness.Exchange(t, addr, name, qtype, harness.NoRD, harness.Timeout(5*time.Second))
 	}
+	// What eu's controllers write for the overlay's app: its Ingress
+	// controller's load-balancer address, its two Ready pods.
+	app := runApp(t, k, newPodNet(t), euLB)
 
-	// failover, primary eu,us (overlays/eu/app.yaml): eu has targets.
-	if got := eventuallyA(t, addr, "app.gslb.example.com.", "203.0.113.80 203.0.113.81"); got != "203.0.113.80 203.0.113.81" {
-		t.Errorf("app.gslb.example.com A = %v, want eu's targets (failover, eu first)", got)
+	// failover, primary eu (deploy/multicluster/app/app.yaml): eu has a
+	// ready pod, so its load balancer.
+	if got := eventuallyA(t, addr, "app.gslb.example.com.", euLB); got != euLB {
+		t.Errorf("app.gslb.example.com A = %v, want eu's load balancer %s (failover, eu first)\n%s", got, euLB, p.Log())
 	}
-	if got := harness.Targets(ask("localtargets-app.gslb.example.com.", dns.TypeA), dns.TypeA); strings.Join(got, " ") != "203.0.113.80 203.0.113.81" {
-		t.Errorf("localtargets-app.gslb.example.com A = %v, want eu's own targets", got)
+	if got := harness.Targets(ask("localtargets-app.gslb.example.com.", dns.TypeA), dns.TypeA); strings.Join(got, " ") != euLB {
+		t.Errorf("localtargets-app.gslb.example.com A = %v, want eu's own load balancer", got)
 	}
 
 	// Another namespace of the cluster publishes the same host, a literal
@@ -59,8 +63,8 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 		testkit.EP("gslb.example.com", "NS", 0, "ns.attacker.example.net"))
 	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) {
-		if got := harness.Targets(ask("localtargets-app.gslb.example.com.", dns.TypeA), dns.TypeA); strings.Join(got, " ") != "203.0.113.80 203.0.113.81" {
-			t.Fatalf("localtargets-app.gslb.example.com A = %v after another namespace published it; want eu's own targets", got)
+		if got := harness.Targets(ask("localtargets-app.gslb.example.com.", dns.TypeA), dns.TypeA); strings.Join(got, " ") != euLB {
+			t.Fatalf("localtargets-app.gslb.example.com A = %v after another namespace published it; want eu's own load balancer", got)
 		}
 		if got := harness.Targets(ask("gslb.example.com.", dns.TypeNS), dns.TypeNS); strings.Join(got, " ") != "gslb-ns-eu.gslb.example.com. gslb-ns-us.gslb.example.com." {
 			t.Fatalf("gslb.example.com NS = %v after another namespace published one; want the zone's own", got)
@@ -68,11 +72,15 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	// eu keeps the declaration but loses its targets: the answer comes from
-	// us, the peer found through the parent's delegation.
-	clearTargets(t, k)
+	// eu's app scaled to zero: the Ingress still declares the host, but no
+	// pod behind it is ready; the answer comes from us, the peer found
+	// through the parent's delegation.
+	app.scaleToZero(t)
 	if got := eventuallyA(t, addr, "app.gslb.example.com.", "198.51.100.80"); got != "198.51.100.80" {
-		t.Errorf("app.gslb.example.com A with no eu targets = %v, want us's 198.51.100.80 (peer from the delegation)\n%s", got, p.Log())
+		t.Errorf("app.gslb.example.com A with eu scaled to zero = %v, want us's 198.51.100.80 (peer from the delegation)\n%s", got, p.Log())
+	}
+	if r := ask("localtargets-app.gslb.example.com.", dns.TypeA); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 {
+		t.Errorf("localtargets-app.gslb.example.com A with eu scaled to zero: %s %v, want NODATA", dns.RcodeToString[r.Rcode], r.Answer)
 	}
 
 	// The zone itself is k8scrd's, authoritative.
@@ -111,6 +119,9 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 // with its own API server holding its own overlay's objects, its own
 // ServiceAccount token and its own environment, under one parent: both find
 // each other through the delegation and give every client the same answer.
+// The app is the overlays' Ingress; what its controllers would write (the
+// Ingress status, the EndpointSlices of Service app) the test writes. eu's
+// app is scaled to zero and back: both clusters follow.
 func TestGSLBTwoClustersFromTheOverlays(t *testing.T) {
 	root := harness.ModuleRoot(t)
 	kEU := harness.SharedKube(t)
@@ -119,33 +130,70 @@ func TestGSLBTwoClustersFromTheOverlays(t *testing.T) {
 	parentIP := startParent(t, root, euIP, usIP)
 	eu := startGSLBCluster(t, kEU, root, "eu", euIP, parentIP)
 	us := startGSLBCluster(t, kUS, root, "us", usIP, parentIP)
+	pods := newPodNet(t)
+	euApp := runApp(t, kEU, pods, euLB)
+	runApp(t, kUS, pods, usLB)
 
-	// failover, primary eu,us: both clusters answer eu's targets.
+	// failover, primary eu: both clusters answer eu's load balancer.
 	for _, c := range []*gslbCluster{eu, us} {
-		if got := eventuallyA(t, c.addr, "app.gslb.example.com.", "203.0.113.80 203.0.113.81"); got != "203.0.113.80 203.0.113.81" {
-			t.Errorf("cluster %s: app.gslb.example.com A = %q, want eu's targets\n%s", c.tag, got, c.p.Log())
+		if got := eventuallyA(t, c.addr, "app.gslb.example.com.", euLB); got != euLB {
+			t.Errorf("cluster %s: app.gslb.example.com A = %q, want eu's load balancer %s\n%s", c.tag, got, euLB, c.p.Log())
 		}
 	}
-	if got := eventuallyA(t, us.addr, "localtargets-app.gslb.example.com.", "198.51.100.80 198.51.100.81"); got != "198.51.100.80 198.51.100.81" {
-		t.Errorf("cluster us: localtargets-app = %q, want its own targets", got)
+	if got := eventuallyA(t, us.addr, "localtargets-app.gslb.example.com.", usLB); got != usLB {
+		t.Errorf("cluster us: localtargets-app = %q, want its own load balancer %s", got, usLB)
 	}
-	// eu loses its targets (in eu's API server only): both fail over to us,
-	// us once it has refreshed eu's answer: the shipped Corefile keeps gslb's
-	// default refresh of 30 s (and eu's answer has TTL 30), so within 30 s
-	// plus a margin for a loaded machine.
-	clearTargets(t, kEU)
-	changed := time.Now()
-	for _, c := range []*gslbCluster{eu, us} {
-		if got := eventuallyA(t, c.addr, "app.gslb.example.com.", "198.51.100.80 198.51.100.81", 45*time.Second); got != "198.51.100.80 198.51.100.81" {
-			t.Errorf("cluster %s after eu lost its targets: app.gslb.example.com A = %q, want us's targets\n%s", c.tag, got, c.p.Log())
-		} else {
-			t.Logf("cluster %s answers us's targets %v after eu's change", c.tag, time.Since(changed).Round(10*time.Millisecond))
+
+	// Both clusters follow eu's app: eu within a second (its EndpointSlice
+	// watch), us within one gslb refresh more (it re-asks eu's
+	// localtargets- answer at min(TTL, refresh): the shipped Corefile keeps
+	// gslb's default refresh of 30 s, and eu's answers have TTL 30). The
+	// margins are for a loaded two-core machine.
+	const refresh = 30 * time.Second
+	follow := func(what, want string, changed time.Time) {
+		t.Helper()
+		for _, c := range []*gslbCluster{eu, us} {
+			bound := time.Second + time.Second
+			if c == us {
+				bound = time.Second + refresh + 3*time.Second
+			}
+			got := eventuallyA(t, c.addr, "app.gslb.example.com.", want, bound-time.Since(changed))
+			took := time.Since(changed)
+			if got != want {
+				t.Errorf("cluster %s %v after %s: app.gslb.example.com A = %q, want %s\n%s", c.tag, took.Round(10*time.Millisecond), what, got, want, c.p.Log())
+				continue
+			}
+			t.Logf("cluster %s answers %s %v after %s", c.tag, want, took.Round(10*time.Millisecond), what)
 		}
 	}
+
+	// kubectl scale deployment app --replicas=0, in eu only.
+	euApp.scaleToZero(t)
+	scaled := time.Now()
+	var r *dns.Msg
+	testkit.Within(2*time.Second, func() bool {
+		r = harness.Exchange(t, eu.addr, "localtargets-app.gslb.example.com.", dns.TypeA, harness.NoRD, harness.Timeout(5*time.Second))
+		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 0
+	})
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 {
+		t.Errorf("cluster eu scaled to zero: localtargets-app.gslb.example.com A %s %v, want NODATA", dns.RcodeToString[r.Rcode], r.Answer)
+	} else {
+		t.Logf("cluster eu: localtargets-app NODATA %v after the scale to zero", time.Since(scaled).Round(10*time.Millisecond))
+	}
+	euApp.podsGone(t)
+	follow("eu's app was scaled to zero", usLB, scaled)
+
+	// kubectl scale deployment app --replicas=2: new pods, Ready.
+	euApp.scaleUp(t, 2)
+	follow("eu's app was scaled up again", euLB, time.Now())
+
 	for _, c := range []*gslbCluster{eu, us} {
 		m := httpGet(t, c.metricsURL)
 		if want := `coredns_gslb_parent_link{geotag="` + c.tag + `",zone="gslb.example.com."} 1`; !strings.Contains(m, want) {
 			t.Errorf("cluster %s: metrics lack %s", c.tag, want)
+		}
+		if strings.Contains(c.p.Log(), "orbidden") {
+			t.Errorf("cluster %s: permission errors with the shipped RBAC:\n%s", c.tag, c.p.Log())
 		}
 	}
 }
@@ -184,8 +232,8 @@ type gslbCluster struct {
 func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP string) *gslbCluster {
 	t.Helper()
 	objs := kustomize(t, k, root, "deploy/multicluster/overlays/"+tag)
-	// --force-conflicts: an earlier test may have edited the app's targets
-	// with kubectl patch; the overlay is the truth again.
+	// --force-conflicts: an earlier test may have changed the app's
+	// objects; the overlay is the truth again.
 	applyAsUsers(t, k, objs, "--force-conflicts")
 	var shipped string
 	env := map[string]string{}
@@ -204,7 +252,8 @@ func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP str
 	}
 	// Authoritative only, and no cache in front of geo answers.
 	noDirective(t, shipped, "forward", "splitdns", "cache", "kubeconfig")
-	mustLines(t, shipped, "any", "localtargets gslb.example.com", "gslb gslb.example.com {", "k8scrd gslb.example.com {")
+	mustLines(t, shipped, "any", "localtargets gslb.example.com", "gslb gslb.example.com {", "k8scrd gslb.example.com {",
+		"resources DNSEndpoint Ingress Service HTTPRoute GRPCRoute TLSRoute")
 
 	if env["FLEETDNS_PARENT_NS"] != "192.0.2.53" {
 		t.Fatalf("overlay %s: FLEETDNS_PARENT_NS = %q; the substitution below expects 192.0.2.53", tag, env["FLEETDNS_PARENT_NS"])
@@ -247,13 +296,6 @@ func eventuallyA(t *testing.T, addr, name, want string, within ...time.Duration)
 		return got == want
 	})
 	return got
-}
-
-// clearTargets keeps app.gslb.example.com declared in k but with no targets.
-func clearTargets(t *testing.T, k *harness.Kube) {
-	t.Helper()
-	k.Kubectl(t, "-n", "fleetdns", "patch", "dnsendpoint", "app", "--type=json",
-		`-p=[{"op":"replace","path":"/spec/endpoints/0/targets","value":[]}]`)
 }
 
 func stringField(t *testing.T, o *unstructured.Unstructured, fields ...string) string {

@@ -171,13 +171,23 @@ func TestGSLBWorkloadHardened(t *testing.T) {
 	if got := servicePortsOf(svc.Spec.Ports); got != "dns-tcp=53/TCP dns=53/UDP" {
 		t.Errorf("Service ports %s: only DNS is exposed to the world", got)
 	}
-	cr := findObject[struct {
+	type rules struct {
 		Rules []struct {
 			APIGroups, Resources, Verbs []string
 		}
-	}](t, objs, "Role", "fleetdns:gslb")
-	if got := fmt.Sprint(cr.Rules); got != "[{[externaldns.k8s.io] [dnsendpoints] [get list watch]} {[] [events] [create]}]" {
-		t.Errorf("Role fleetdns:gslb rules %s; want read-only dnsendpoints and create on events", got)
+	}
+	// Read-only access to what the Corefile's resources need, in the one
+	// namespace it reads; create on Events; cluster-wide only the two
+	// cluster-scoped kinds.
+	role := findObject[rules](t, objs, "Role", "fleetdns:gslb")
+	if got, want := fmt.Sprint(role.Rules), "[{[externaldns.k8s.io] [dnsendpoints] [get list watch]} {[networking.k8s.io] [ingresses] [get list watch]}"+
+		" {[] [services] [get list watch]} {[discovery.k8s.io] [endpointslices] [get list watch]}"+
+		" {[gateway.networking.k8s.io] [gateways httproutes grpcroutes tlsroutes] [get list watch]} {[] [events] [create]}]"; got != want {
+		t.Errorf("Role fleetdns:gslb rules\n%s\nwant\n%s", got, want)
+	}
+	cr := findObject[rules](t, objs, "ClusterRole", "fleetdns:gslb")
+	if got, want := fmt.Sprint(cr.Rules), "[{[networking.k8s.io] [ingressclasses] [get list watch]} {[apiextensions.k8s.io] [customresourcedefinitions] [get list watch]}]"; got != want {
+		t.Errorf("ClusterRole fleetdns:gslb rules\n%s\nwant\n%s", got, want)
 	}
 }
 
