@@ -27,7 +27,8 @@ type podNet struct {
 	next   int
 }
 
-// newPodNet creates a network namespace with a dummy interface and reserves
+// newPodNet creates a network namespace (the pods' addresses go on its
+// loopback interface: no device type beyond what every kernel has) and reserves
 // a /24 of 198.19.0.0/16 for it (a lock file, as harness.NewIP does for
 // loopback addresses, so parallel test processes never share one). Both go
 // with the test.
@@ -69,14 +70,8 @@ func newPodNet(t *testing.T) *podNet {
 			}
 			os.Remove(lock)
 		})
-		for _, args := range [][]string{
-			{"-n", name, "link", "set", "lo", "up"},
-			{"-n", name, "link", "add", "pods", "type", "dummy"},
-			{"-n", name, "link", "set", "pods", "up"},
-		} {
-			if err := run(args...); err != nil {
-				t.Fatal(err)
-			}
+		if err := run("-n", name, "link", "set", "lo", "up"); err != nil {
+			t.Fatal(err)
 		}
 		return &podNet{t: t, name: name, prefix: fmt.Sprintf("198.19.%d.", n), next: 10}
 	}
@@ -94,7 +89,7 @@ func (p *podNet) addr() string {
 	}
 	a := p.prefix + strconv.Itoa(p.next)
 	p.next++
-	if out, err := exec.Command("ip", "-n", p.name, "addr", "add", a+"/32", "dev", "pods").CombinedOutput(); err != nil {
+	if out, err := exec.Command("ip", "-n", p.name, "addr", "add", a+"/32", "dev", "lo").CombinedOutput(); err != nil {
 		p.t.Fatalf("ip -n %s addr add %s: %v: %s", p.name, a, err, out)
 	}
 	return a
