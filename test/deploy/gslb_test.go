@@ -34,15 +34,13 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 	// fleetdns or k8gb cluster does.
 	startUpstreams(t, &upstream{zone: "gslb.example.com", answer: "198.51.100.80", ips: []string{usIP}})
 
-	eu := startGSLBCluster(t, k, root, "eu", euIP, parentIP)
-	addr, p := eu.addr, eu.p
+	// eu's controllers have written the app's load-balancer address and its
+	// two Ready pods (runApp).
+	eu := startGSLBCluster(t, k, root, "eu", euIP, parentIP, newPodNet(t), euLB)
+	addr, p, app := eu.addr, eu.p, eu.app
 	ask := func(name string, qtype uint16) *dns.Msg {
 		return harness.Exchange(t, addr, name, qtype, harness.NoRD, harness.Timeout(5*time.Second))
 	}
-	// What eu's controllers write for the overlay's app: its Ingress
-	// controller's load-balancer address, its two Ready pods.
-	app := runApp(t, k, newPodNet(t), euLB)
-
 	// failover, primary eu (deploy/multicluster/app/app.yaml): eu has a
 	// ready pod, so its load balancer.
 	if got := eventuallyA(t, addr, "app.gslb.example.com.", euLB); got != euLB {
@@ -128,11 +126,12 @@ func TestGSLBTwoClustersFromTheOverlays(t *testing.T) {
 	kUS := harness.StartKube(t) // cluster us has an API server of its own
 	euIP, usIP := harness.NewIP(t), harness.NewIP(t)
 	parentIP := startParent(t, root, euIP, usIP)
-	eu := startGSLBCluster(t, kEU, root, "eu", euIP, parentIP)
-	us := startGSLBCluster(t, kUS, root, "us", usIP, parentIP)
+	// Each app runs before its cluster's name servers start, as in a fleet
+	// that has been up for a while: their first exchange is the steady state.
 	pods := newPodNet(t)
-	euApp := runApp(t, kEU, pods, euLB)
-	runApp(t, kUS, pods, usLB)
+	eu := startGSLBCluster(t, kEU, root, "eu", euIP, parentIP, pods, euLB)
+	us := startGSLBCluster(t, kUS, root, "us", usIP, parentIP, pods, usLB)
+	euApp := eu.app
 
 	// failover, primary eu: both clusters answer eu's load balancer.
 	for _, c := range []*gslbCluster{eu, us} {
@@ -157,13 +156,32 @@ func TestGSLBTwoClustersFromTheOverlays(t *testing.T) {
 			if c == us {
 				bound = time.Second + refresh + 3*time.Second
 			}
-			got := eventuallyA(t, c.addr, "app.gslb.example.com.", want, bound-time.Since(changed))
+			// The answers on the way, with when each was first seen.
+			var seen []string
+			last := "-"
+			testkit.Within(bound-time.Since(changed), func() bool {
+				r := harness.Exchange(t, c.addr, "app.gslb.example.com.", dns.TypeA, harness.NoRD, harness.Timeout(5*time.Second))
+				got := dns.RcodeToString[r.Rcode] + " " + strings.Join(harness.Targets(r, dns.TypeA), " ")
+				if got != last {
+					seen = append(seen, fmt.Sprintf("%v: %s", time.Since(changed).Round(10*time.Millisecond), got))
+					last = got
+				}
+				return got == "NOERROR "+want
+			})
+			// Never an empty answer on the way: resolvers cache a NODATA
+			// for the SOA's negative TTL, an outage well past the failover.
+			for _, a := range seen {
+				if strings.HasSuffix(a, ": NOERROR ") {
+					t.Errorf("cluster %s answered NODATA on the way after %s (answers seen: %v): another cluster had targets throughout", c.tag, what, seen)
+					break
+				}
+			}
 			took := time.Since(changed)
-			if got != want {
-				t.Errorf("cluster %s %v after %s: app.gslb.example.com A = %q, want %s\n%s", c.tag, took.Round(10*time.Millisecond), what, got, want, c.p.Log())
+			if last != "NOERROR "+want {
+				t.Errorf("cluster %s %v after %s: app.gslb.example.com A answers %v, want %s\n%s", c.tag, took.Round(10*time.Millisecond), what, seen, want, c.p.Log())
 				continue
 			}
-			t.Logf("cluster %s answers %s %v after %s", c.tag, want, took.Round(10*time.Millisecond), what)
+			t.Logf("cluster %s answers %s %v after %s (answers seen: %v)", c.tag, want, took.Round(10*time.Millisecond), what, seen)
 		}
 	}
 
@@ -224,17 +242,20 @@ func startParent(t *testing.T, root, euIP, usIP string) string {
 type gslbCluster struct {
 	tag, addr, metricsURL string
 	p                     *harness.Process
+	app                   *appRun
 }
 
-// startGSLBCluster applies overlay tag to k and runs its GSLB Corefile as the
-// Deployment would: the overlay's generated environment, ServiceAccount
+// startGSLBCluster applies overlay tag to k, plays the app's controllers
+// (runApp: load balancer lb, pods in pods), and runs its GSLB Corefile as
+// the Deployment would: the overlay's generated environment, ServiceAccount
 // fleetdns-gslb's credentials, listening on ip; the parent is parentIP.
-func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP string) *gslbCluster {
+func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP string, pods *podNet, lb string) *gslbCluster {
 	t.Helper()
 	objs := kustomize(t, k, root, "deploy/multicluster/overlays/"+tag)
 	// --force-conflicts: an earlier test may have changed the app's
 	// objects; the overlay is the truth again.
 	applyAsUsers(t, k, objs, "--force-conflicts")
+	app := runApp(t, k, pods, lb)
 	var shipped string
 	env := map[string]string{}
 	for _, o := range objs {
@@ -278,7 +299,7 @@ func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP str
 	if err := waitHTTP(p, "http://"+fmtAddr(ip, rp)+"/ready", 60*time.Second); err != nil {
 		t.Fatalf("cluster %s never ready: %v\n%s", tag, err, p.Log())
 	}
-	return &gslbCluster{tag: tag, addr: ip + ":53", metricsURL: "http://" + fmtAddr(ip, mp) + "/metrics", p: p}
+	return &gslbCluster{tag: tag, addr: ip + ":53", metricsURL: "http://" + fmtAddr(ip, mp) + "/metrics", p: p, app: app}
 }
 
 // eventuallyA asks name A until the sorted answer is want (within, 15 s by
