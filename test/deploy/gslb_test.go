@@ -185,6 +185,27 @@ func TestGSLBTwoClustersFromTheOverlays(t *testing.T) {
 		}
 	}
 
+	// Each cluster has heard the other's targets (its explain record, asked
+	// from loopback, lists every peer's answer): a cluster whose first try of
+	// a peer failed, because that peer was still starting, waits for its
+	// retry, and failover is measured from the steady state.
+	for _, c := range []struct {
+		*gslbCluster
+		peerLB string
+	}{{eu, usLB}, {us, euLB}} {
+		var txt string
+		start := time.Now()
+		testkit.Within(time.Second+refresh+3*time.Second, func() bool {
+			r := harness.Exchange(t, c.addr, "_gslb-explain.app.gslb.example.com.", dns.TypeTXT, harness.NoRD, harness.Timeout(5*time.Second))
+			txt = strings.Join(harness.RRStrings(r.Answer), " ")
+			return strings.Contains(txt, c.peerLB)
+		})
+		if !strings.Contains(txt, c.peerLB) {
+			t.Fatalf("cluster %s never heard its peer's target %s: explain %s", c.tag, c.peerLB, txt)
+		}
+		t.Logf("cluster %s has its peer's targets (%v)", c.tag, time.Since(start).Round(10*time.Millisecond))
+	}
+
 	// kubectl scale deployment app --replicas=0, in eu only.
 	euApp.scaleToZero(t)
 	scaled := time.Now()
