@@ -16,8 +16,9 @@ BIN="$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin"
 
 log() { echo "test-deps: $*" >&2; }
 
-# valgrind: make bench-instr (callgrind); the rest: the tests and make bench.
-apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind)
+# valgrind: make bench-instr (callgrind); prometheus: promtool for
+# test/monitoring; the rest: the tests and make bench.
+apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind prometheus)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,6 +35,16 @@ for svc in nsd knot unbound dnsdist; do
   pkill -x "$svc" 2>/dev/null || true
   pkill -x "${svc}d" 2>/dev/null || true
 done
+# Only promtool is used: stop the packaged Prometheus server if its install
+# started it (with systemd; a container's policy-rc.d keeps it from starting).
+if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then
+  systemctl disable --now prometheus >&2 || true
+fi
+
+# test/monitoring validates its objects against the prometheus-operator CRDs
+# of this release, read from the Go module cache (not a fleetdns dependency).
+PROMETHEUS_OPERATOR_VERSION=${PROMETHEUS_OPERATOR_VERSION:-v0.94.0}
+(cd / && GOFLAGS= GOTOOLCHAIN=local go mod download "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" >&2)
 
 mkdir -p "$BIN"
 if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ] && [ -x "$BIN/etcd" ]; then
