@@ -2,6 +2,10 @@
 // kube-apiserver + etcd (test/harness): k8scrd at 1k, 10k and 100k endpoints
 // (start-to-ready, RSS, queries per second with dnsperf, CPU time per query)
 // and DNSEndpoint create-to-first-answer propagation over 200 objects.
+// sources_test.go (TestSourcesScale) serves 10,000 hosts derived from
+// Ingresses (each with its Service and EndpointSlice) beside the same hosts
+// as DNSEndpoints: start-to-ready, RSS, dnsperf q/s for A and localtargets-
+// queries, and EndpointSlice readiness change -> localtargets- answer.
 //
 // They are tests that skip unless FLEETDNS_BENCH=1, so CI never runs them:
 //
@@ -15,5 +19,8 @@
 // run; default the largest size, 0 for none), FLEETDNS_BENCH_STRICT=1 (fail
 // when a goal is missed; otherwise goals are only reported),
 // FLEETDNS_BENCH_CONTROL=0 (leave out the stock file plugin control),
+// FLEETDNS_BENCH_SOURCES (Ingress hosts, 10000), FLEETDNS_BENCH_SOURCE_CHANGES
+// (readiness changes measured, 200), FLEETDNS_BENCH_CREATORS (parallel API
+// clients creating objects, 8),
 // FLEETDNS_BENCH_OUT (append the markdown tables to this file).
 package scale
