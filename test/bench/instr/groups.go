@@ -71,6 +71,89 @@ func authGroup(e *env) (*group, error) {
 	return g, nil
 }
 
+// The sources comparison: one host derived from an Ingress and one from a
+// DNSEndpoint, with the same target, beside benchkit's data set.
+const (
+	ingressHost  = "shop.example.bench"
+	endpointHost = "dep.example.bench"
+	sourceTarget = "198.18.0.1" // data, never contacted (no health checks)
+)
+
+// sourcesManifest is the Ingress (its backend Service and an EndpointSlice
+// with one ready endpoint) and the DNSEndpoint of the sources comparison.
+const sourcesManifest = `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: shop, namespace: apps}
+spec:
+  rules:
+  - host: ` + ingressHost + `
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: shop, port: {number: 80}}}}
+status:
+  loadBalancer:
+    ingress: [{ip: ` + sourceTarget + `}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: shop, namespace: apps}
+spec:
+  clusterIP: None
+  ports: [{name: http, port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: shop-1
+  namespace: apps
+  labels: {kubernetes.io/service-name: shop, endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io}
+addressType: IPv4
+endpoints: [{addresses: [198.19.0.1], conditions: {ready: true}}]
+ports: [{name: http, port: 80, protocol: TCP}]
+---
+apiVersion: externaldns.k8s.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: dep, namespace: apps}
+spec:
+  endpoints: [{dnsName: ` + endpointHost + `, recordType: A, targets: [` + sourceTarget + `]}]
+`
+
+// sourcesGroup: one server whose k8scrd reads benchkit's data set (-records
+// hosts) and the sources manifest from one directory with `resources
+// DNSEndpoint Ingress`, beside localtargets: the A answer and the
+// localtargets- answer (what peers ask) of the Ingress host and of the
+// DNSEndpoint host, in the same zone of the same size.
+func sourcesGroup(e *env) (*group, error) {
+	g := &group{name: "sources"}
+	d, err := benchkit.GenDataset(filepath.Join(e.dir, "sources"), *flagRecords)
+	if err != nil {
+		return g, err
+	}
+	if err := os.WriteFile(filepath.Join(d.ManifestDir, "sources.yaml"), []byte(sourcesManifest), 0o644); err != nil {
+		return g, err
+	}
+	ip := e.ip()
+	addr := e.hostport(ip)
+	corefile := fmt.Sprintf("example.bench:%d {\n    bind %s\n    localtargets\n    k8scrd {\n        directory %s\n        resources DNSEndpoint Ingress\n    }\n    PPROF\n}\n",
+		*flagPort, ip, d.ManifestDir)
+	check := sameAnswer("NOERROR", "A "+sourceTarget)
+	if err := startAll(e, g, []serverSpec{{name: "sources", corefile: corefile, addr: addr, pprof: ip + ":6053",
+		probe: query{"localtargets-" + ingressHost + ".", "A"}, check: check}}); err != nil {
+		return g, err
+	}
+	for _, r := range []struct{ name, host, baseline string }{
+		{"Ingress host", ingressHost, "DNSEndpoint host"},
+		{"DNSEndpoint host", endpointHost, ""},
+		{"localtargets- of the Ingress host", "localtargets-" + ingressHost, "localtargets- of the DNSEndpoint host"},
+		{"localtargets- of the DNSEndpoint host", "localtargets-" + endpointHost, ""},
+	} {
+		q := query{r.host + ".", "A"}
+		g.rows = append(g.rows, &row{group: g.name, name: r.name, baseline: r.baseline, srv: g.servers[0], addr: addr,
+			warm: repeat(q, *flagWarm), qs: repeat(q, *flagQueries), check: check})
+	}
+	return g, nil
+}
+
 // The GSLB fleet: this cluster (eu, measured) and two peers (us, ap, native).
 const (
 	gslbZone  = "gslb.example.com"

@@ -59,7 +59,7 @@ var (
 	flagClients    = flag.Int("clients", 1, "concurrent clients, each with one query outstanding")
 	flagSettle     = flag.Bool("settle", true, "send each measured query only when every server thread sleeps")
 	flagGOGC       = flag.String("gogc", "", "GOGC of the servers under callgrind (\"off\": no collection in any window)")
-	flagOnly       = flag.String("only", "auth,gslb,splitdns", "comparisons to run")
+	flagOnly       = flag.String("only", "auth,gslb,sources,splitdns", "comparisons to run")
 	flagQuick      = flag.Bool("quick", false, "a short run: -records 1000 -queries 1000 -warmup 200 -idle 1s")
 	flagGOMAXPROCS = flag.String("gomaxprocs", "1", "GOMAXPROCS of the servers under callgrind (\"\": Go's default)")
 	flagGODEBUG    = flag.String("godebug", "asyncpreemptoff=1", "GODEBUG of the servers under callgrind")
@@ -171,13 +171,13 @@ func main() {
 	e.bare = filepath.Join(dir, "bare")
 	build(root, e.bare, "./test/bench/bare")
 
-	setups := map[string]func(*env) (*group, error){"auth": authGroup, "gslb": gslbGroup, "splitdns": splitdnsGroup}
+	setups := map[string]func(*env) (*group, error){"auth": authGroup, "gslb": gslbGroup, "sources": sourcesGroup, "splitdns": splitdnsGroup}
 	var groups []*group
 	start := time.Now()
 	for _, name := range strings.Split(*flagOnly, ",") {
 		setup, ok := setups[strings.TrimSpace(name)]
 		if !ok {
-			log.Fatalf("-only: unknown comparison %q (auth, gslb, splitdns)", name)
+			log.Fatalf("-only: unknown comparison %q (auth, gslb, sources, splitdns)", name)
 		}
 		g, err := setup(e)
 		if err == nil {
