@@ -34,6 +34,10 @@ type kubernetes struct {
 
 	events *eventer // Events on objects: refused claims, invalid endpoints
 
+	// owners holds k8gb's DNSEndpoints back while their Gslb is served
+	// (source_gslb.go); nil without resources Gslb.
+	owners *gslbOwners
+
 	errMu   sync.Mutex
 	lastErr map[string]string // namespace -> last list/watch error logged
 }
@@ -106,6 +110,9 @@ func (k *kubernetes) start() error {
 		k.events.run(ctx)
 	}()
 
+	if k.cfg.serves(kindGslb) {
+		k.owners = newGslbOwners(k.b)
+	}
 	var synced []cache.InformerSynced
 	if k.cfg.serves(kindDNSEndpoint) {
 		if synced, err = k.watchDNSEndpoints(ctx, client); err != nil {
@@ -119,6 +126,7 @@ func (k *kubernetes) start() error {
 			cancel()
 			return fmt.Errorf("kubernetes: %w", err)
 		}
+		c.owners = k.owners
 		s, err := c.start(ctx, &k.wg)
 		if err != nil {
 			cancel()
@@ -192,6 +200,7 @@ type cached struct {
 	metav1.ObjectMeta // name, namespace and resourceVersion only
 	obj               *object
 	bad               []invalid // endpoints skipped, for add to count and log
+	owner             string    // the uid of the Gslb controlling it, when k8gb's operator wrote it
 }
 
 // DeepCopyObject implements runtime.Object; what cached points to is immutable.
@@ -222,7 +231,7 @@ func (k *kubernetes) transform(obj any) (any, error) {
 	}, ep.Spec.Endpoints, k.cfg.zones, k.cfg.ttl)
 	return &cached{
 		ObjectMeta: metav1.ObjectMeta{Name: ep.Name, Namespace: ep.Namespace, ResourceVersion: ep.ResourceVersion},
-		obj:        o, bad: bad,
+		obj:        o, bad: bad, owner: k8gbController(&ep.ObjectMeta),
 	}, nil
 }
 
@@ -250,6 +259,10 @@ func (k *kubernetes) add(obj any) {
 			k.events.report(objectRef(c.obj), "InvalidEndpoint", b.msg+"; skipped, the object's other endpoints are served")
 		}
 	}
+	if k.owners != nil {
+		k.owners.upsert(c.obj, c.owner)
+		return
+	}
 	k.b.upsert(c.obj)
 }
 
@@ -268,6 +281,10 @@ func (k *kubernetes) delete(obj any) {
 		obj = d.Obj
 	}
 	if c, ok := obj.(*cached); ok {
+		if k.owners != nil {
+			k.owners.remove(c.obj.key)
+			return
+		}
 		k.b.remove(c.obj.key)
 	}
 }

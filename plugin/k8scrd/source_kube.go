@@ -63,6 +63,11 @@ type cluster struct {
 	deps    map[string]map[string]struct{}
 	uses    map[string][]string // object key -> what its last derivation read
 	bad     map[string]string   // object key -> the problems last logged
+
+	// The Gslb source (source_gslb.go): what was last logged of each Gslb,
+	// and the owners of k8gb's DNSEndpoints (nil without resources Gslb).
+	notes  map[string]string
+	owners *gslbOwners
 }
 
 // hostResolver resolves load balancers' status host names (source_resolve.go).
@@ -194,32 +199,29 @@ func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cach
 	if err != nil {
 		return nil, err
 	}
-	gateways := false
-	for _, k := range c.derivedKinds() {
+	for _, k := range c.watchedKinds() {
 		switch k {
 		case kindIngress:
-			c.classes, err = c.watch("ingressclasses", c.cs.NetworkingV1().RESTClient(), &networkingv1.IngressClass{}, []string{metav1.NamespaceAll}, "", nil, c.classHandler())
+			if c.cfg.serves(kindIngress) { // a Gslb's Ingress is not filtered by class
+				c.classes, err = c.watch("ingressclasses", c.cs.NetworkingV1().RESTClient(), &networkingv1.IngressClass{}, []string{metav1.NamespaceAll}, "", nil, c.classHandler())
+			}
 			if err == nil {
-				c.kinds[k], err = c.watch("ingresses", c.cs.NetworkingV1().RESTClient(), &networkingv1.Ingress{}, namespaces, c.cfg.labels, nil, c.objectHandler(k))
+				c.kinds[k], err = c.watch("ingresses", c.cs.NetworkingV1().RESTClient(), &networkingv1.Ingress{}, namespaces, c.cfg.labels, nil, c.kindHandler(k))
 			}
 		case kindService:
-			c.kinds[k], err = c.watch("services", c.cs.CoreV1().RESTClient(), &corev1.Service{}, namespaces, c.cfg.labels, nil, c.objectHandler(k))
-		default:
-			gateways = true
+			c.kinds[k], err = c.watch("services", c.cs.CoreV1().RESTClient(), &corev1.Service{}, namespaces, c.cfg.labels, nil, c.kindHandler(k))
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	var crdSynced []cache.InformerSynced
-	if gateways {
-		for _, k := range append(slices.DeleteFunc(c.derivedKinds(), func(k string) bool { return gatewayKinds[k] == "" }), kindGateway) {
-			s, err := c.watchCRD(k)
-			if err != nil {
-				return nil, err
-			}
-			crdSynced = append(crdSynced, s)
+	for _, k := range c.crdKinds() {
+		s, err := c.watchCRD(k)
+		if err != nil {
+			return nil, err
 		}
+		crdSynced = append(crdSynced, s)
 	}
 	wg.Add(1)
 	go func() {
@@ -303,7 +305,7 @@ func (c *cluster) watch(resource string, client cache.Getter, example runtime.Ob
 // watchCRD watches the CRD that serves kind and starts kind's informers
 // once it is established (at start-up, or whenever it is installed).
 func (c *cluster) watchCRD(kind string) (cache.InformerSynced, error) {
-	name := gatewayKinds[kind]
+	name := crdName(kind)
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -363,7 +365,7 @@ func crdEstablished(u *unstructured.Unstructured) bool {
 	return false
 }
 
-// startKind starts the informers of a Gateway API kind, once.
+// startKind starts the informers of a Gateway API kind (or a kind of the Gslb source), once.
 func (c *cluster) startKind(kind string) {
 	c.mu.Lock()
 	if c.started[kind] {
@@ -383,11 +385,13 @@ func (c *cluster) startKind(kind string) {
 	case kindGateway:
 		w, err = c.watch("gateways", rc, &gatewayv1.Gateway{}, namespaces, "", nil, c.dependencyHandler(depGateway))
 	case kindHTTPRoute:
-		w, err = c.watch("httproutes", rc, &gatewayv1.HTTPRoute{}, namespaces, c.cfg.labels, nil, c.objectHandler(kind))
+		w, err = c.watch("httproutes", rc, &gatewayv1.HTTPRoute{}, namespaces, c.cfg.labels, nil, c.kindHandler(kind))
 	case kindGRPCRoute:
-		w, err = c.watch("grpcroutes", rc, &gatewayv1.GRPCRoute{}, namespaces, c.cfg.labels, nil, c.objectHandler(kind))
+		w, err = c.watch("grpcroutes", rc, &gatewayv1.GRPCRoute{}, namespaces, c.cfg.labels, nil, c.kindHandler(kind))
 	case kindTLSRoute:
-		w, err = c.watch("tlsroutes", rc, &gatewayv1.TLSRoute{}, namespaces, c.cfg.labels, nil, c.objectHandler(kind))
+		w, err = c.watch("tlsroutes", rc, &gatewayv1.TLSRoute{}, namespaces, c.cfg.labels, nil, c.kindHandler(kind))
+	default: // source_gslb.go
+		w, err = c.startGslbKind(kind, namespaces)
 	}
 	if err != nil {
 		log.Errorf("Watching %s: %v", kind, err)
@@ -396,16 +400,20 @@ func (c *cluster) startKind(kind string) {
 	c.mu.Lock()
 	c.kinds[kind] = w
 	c.mu.Unlock()
-	log.Infof("Serving %s objects (CRD %s established)", kind, gatewayKinds[kind])
+	log.Infof("Watching %s objects (CRD %s established)", kind, crdName(kind))
 	if kind == kindGateway {
 		// Routes derived before their Gateways were watched read none.
 		c.requeue(kindHTTPRoute, kindGRPCRoute, kindTLSRoute)
 	}
 }
 
-// requeue queues every object of kinds.
+// requeue queues every object of kinds that are served (a kind watched
+// only for the Gslb source is not).
 func (c *cluster) requeue(kinds ...string) {
 	for _, k := range kinds {
+		if !c.cfg.serves(k) {
+			continue
+		}
 		c.mu.Lock()
 		w := c.kinds[k]
 		c.mu.Unlock()
@@ -568,6 +576,9 @@ func (c *cluster) work() {
 func (c *cluster) sync(key string) {
 	kind, nsName, _ := strings.Cut(key, ":")
 	ns, name, _ := strings.Cut(nsName, "/")
+	if isGslbKind(kind) { // source_gslb.go
+		defer c.gslbSynced(key, kind, ns, name)
+	}
 	c.mu.Lock()
 	w := c.kinds[kind]
 	c.mu.Unlock()
@@ -584,6 +595,8 @@ func (c *cluster) sync(key string) {
 		d, parents = deriveGRPCRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
 	case *gatewayv1.TLSRoute:
 		d, parents = deriveTLSRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
+	case *gslbObject:
+		d, parents = c.deriveGslbAt(key, kind, ns, name)
 	}
 	if d == nil {
 		c.use(key, parents)
@@ -765,6 +778,10 @@ func objectRef(o *object) eventRef {
 		return eventRef{apiVersion: "v1", kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
 	case kindHTTPRoute, kindGRPCRoute, kindTLSRoute:
 		return eventRef{apiVersion: gatewayv1.GroupVersion.String(), kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+	case kindGslb:
+		return eventRef{apiVersion: gslbGroup + "/" + gslbVersion, kind: kindGslb, namespace: o.namespace, name: o.name, uid: o.uid}
+	case kindGslbLegacy:
+		return eventRef{apiVersion: gslbLegacyGroup + "/" + gslbVersion, kind: kindGslb, namespace: o.namespace, name: o.name, uid: o.uid}
 	}
 	return dnsEndpointRef(o)
 }

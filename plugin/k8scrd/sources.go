@@ -24,7 +24,7 @@ const (
 )
 
 // kinds are the words `resources` accepts, in the order the README lists them.
-var kinds = []string{kindDNSEndpoint, kindIngress, kindService, kindHTTPRoute, kindGRPCRoute, kindTLSRoute}
+var kinds = []string{kindDNSEndpoint, kindIngress, kindService, kindHTTPRoute, kindGRPCRoute, kindTLSRoute, kindGslb}
 
 // Annotations the sources read.
 const (
