@@ -1,0 +1,415 @@
+package k8scrd
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/external-dns/endpoint"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// gslbTestWorld is a world of referenced objects ("Kind/ns/name"), ready
+// Services ("ns/name") and Gateways.
+type gslbTestWorld struct {
+	objs     map[string]any
+	readySvc map[string]bool
+	gateways map[string]*gatewayv1.Gateway
+}
+
+func (w *gslbTestWorld) ready(ns, name string) bool  { return w.readySvc[ns+"/"+name] }
+func (w *gslbTestWorld) defaultIngressClass() string { return "" }
+func (w *gslbTestWorld) gateway(ns, name string) *gatewayv1.Gateway {
+	return w.gateways[ns+"/"+name]
+}
+func (w *gslbTestWorld) object(kind, ns, name string) any { return w.objs[kind+"/"+ns+"/"+name] }
+func (w *gslbTestWorld) objects(kind, ns string) []any {
+	var out []any
+	for k, o := range w.objs {
+		if strings.HasPrefix(k, kind+"/"+ns+"/") {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// gslbWorldOf is a world with Ingress web/shop (hosts shop.example.org,
+// backends app and api; www.elsewhere.test outside the zones; status
+// 198.51.100.1), LoadBalancer Service web/lb (198.51.100.7, no hostname
+// annotation), and the route world's Gateway web/gw with a TCP listener.
+// Services web/app and web/lb are ready, web/api is not.
+func gslbWorldOf() *gslbTestWorld {
+	ing := lbIngressOf(networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
+		ingRule("shop.example.org", ingSvcBackend("app"), ingSvcBackend("api")),
+		ingRule("www.elsewhere.test", ingSvcBackend("app")),
+	}}, lbIngress("ip:198.51.100.1"), nil)
+	ing.Labels = map[string]string{"app": "shop"}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "lb", Labels: map[string]string{"app": "lb"}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+		Status:     corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}}}},
+	}
+	gw := routeGateway("web", "gw", []gatewayv1.Listener{
+		routeListener("http", 80, gatewayv1.HTTPProtocolType, "", ""),
+		routeListener("tcp", 5432, gatewayv1.TCPProtocolType, "", ""),
+	}, "198.51.100.20")
+	return &gslbTestWorld{
+		objs: map[string]any{
+			"Ingress/web/shop": ing, "Service/web/lb": svc, "HTTPRoute/web/www": routeHTTP(),
+			"TCPRoute/web/db": routeTCP(),
+		},
+		readySvc: map[string]bool{"web/app": true, "web/lb": true},
+		gateways: map[string]*gatewayv1.Gateway{"web/gw": gw},
+	}
+}
+
+func routeTCP() *gatewayv1.TCPRoute {
+	ref := routeParent("gw")
+	return &gatewayv1.TCPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "db", Generation: routeGeneration},
+		Spec: gatewayv1.TCPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{ref}},
+			Rules: []gatewayv1.TCPRouteRule{{BackendRefs: []gatewayv1.BackendRef{{
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "app", Port: routePtr(gatewayv1.PortNumber(5432))},
+			}}}},
+		},
+		Status: gatewayv1.TCPRouteStatus{RouteStatus: gatewayv1.RouteStatus{Parents: []gatewayv1.RouteParentStatus{routeStatus(ref, routeAccepted)}}},
+	}
+}
+
+// gslbOf is Gslb web/shop (uid g-1) with the spec given.
+func gslbOf(spec gslbSpec, annotations, lbls map[string]string) *gslbObject {
+	return &gslbObject{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "shop", UID: "g-1", Annotations: annotations, Labels: lbls},
+		Spec:       spec,
+	}
+}
+
+func refTo(kind, name string) gslbResourceRef {
+	api := map[string]string{kindIngress: "networking.k8s.io/v1", kindService: "v1", kindTCPRoute: "gateway.networking.k8s.io/v1alpha2"}[kind]
+	if api == "" {
+		api = "gateway.networking.k8s.io/v1"
+	}
+	return gslbResourceRef{APIVersion: api, Kind: kind, Name: name}
+}
+
+func TestGslbDerivation(t *testing.T) {
+	rr := gslbStrategy{Type: "roundRobin"}
+	embedded := gslbIngressSpec{Rules: []networkingv1.IngressRule{ingRule("shop.example.org", ingSvcBackend("app")), ingRule("other.example.org")}}
+	tests := []struct {
+		name        string
+		kind        string
+		g           *gslbObject
+		world       func(*gslbTestWorld)
+		cfg         func(*config)
+		want        *lbView
+		note        string // a substring of the note; "" none
+		uses        []string
+	}{
+		{
+			name: "ingress by name, round robin: the Ingress's hosts in the zones and its targets, ready as any Service is",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr}, nil, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+			uses: []string{"ref:Ingress:web/shop"},
+		},
+		{
+			name: "class filters do not apply to the Ingress a Gslb names",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr}, nil, nil),
+			cfg:  func(c *config) { c.ingressClasses = []string{"internal"} },
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+		},
+		{
+			name: "failover: primary and TTL",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: gslbStrategy{Type: "failover", PrimaryGeoTag: "eu", DNSTtlSeconds: 30}}, nil, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/primary=eu", "gslb/strategy=failover", "gslb/ttl=30"}, TTL: "30"},
+		},
+		{
+			name: "round robin with weights is weighted",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: gslbStrategy{Type: "roundRobin", Weight: map[string]int{"us": 20, "eu": 80}}}, nil, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=weighted", "gslb/weight=eu=80,us=20"}},
+		},
+		{
+			name: "geoip, and a gslb.fleetdns.io annotation overrides the spec",
+			g: gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: gslbStrategy{Type: "geoip", DNSTtlSeconds: 10}},
+				map[string]string{"gslb.fleetdns.io/ttl": "5", "gslb.fleetdns.io/all-down": "all"}, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/all-down=all", "gslb/strategy=geoip", "gslb/ttl=5"}, TTL: "10"},
+		},
+		{
+			name: "serviceHealthPolicy All: one unready Service makes the host unready",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr, ServiceHealthPolicy: "All"}, nil, nil),
+			want: &lbView{Hosts: []string{"shop.example.org. unready"}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+		},
+		{
+			name:  "serviceHealthPolicy All: every Service ready",
+			g:     gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr, ServiceHealthPolicy: "All"}, nil, nil),
+			world: func(w *gslbTestWorld) { w.readySvc["web/api"] = true },
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+		},
+		{
+			name:  "serviceHealthPolicy Any: no Service ready",
+			g:     gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr}, nil, nil),
+			world: func(w *gslbTestWorld) { w.readySvc["web/app"] = false },
+			want: &lbView{Hosts: []string{"shop.example.org. unready"}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+		},
+		{
+			name: "by label selector, exactly one match",
+			g:    gslbOf(gslbSpec{ResourceRef: gslbResourceRef{APIVersion: "networking.k8s.io/v1", Kind: kindIngress, MatchLabels: map[string]string{"app": "shop"}}, Strategy: rr}, nil, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+			uses: []string{"refns:Ingress:web"},
+		},
+		{
+			name: "by label selector, two matches: nothing, as k8gb",
+			g:    gslbOf(gslbSpec{ResourceRef: gslbResourceRef{Kind: kindIngress, MatchLabels: map[string]string{"app": "shop"}}, Strategy: rr}, nil, nil),
+			world: func(w *gslbTestWorld) {
+				i := *w.objs["Ingress/web/shop"].(*networkingv1.Ingress)
+				i.Name = "shop2"
+				w.objs["Ingress/web/shop2"] = &i
+			},
+			note: "matches 2 Ingress objects",
+			uses: []string{"refns:Ingress:web"},
+		},
+		{
+			name: "by label selector, no match",
+			g:    gslbOf(gslbSpec{ResourceRef: gslbResourceRef{Kind: kindIngress, MatchLabels: map[string]string{"app": "none"}}, Strategy: rr}, nil, nil),
+			note: "matches 0 Ingress objects",
+		},
+		{
+			name: "the referenced object is missing",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "gone"), Strategy: rr}, nil, nil),
+			note: "does not exist",
+			uses: []string{"ref:Ingress:web/gone"},
+		},
+		{
+			name: "Service: its host from k8gb.io/hostname",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindService, "lb"), Strategy: rr}, map[string]string{annotationK8gbHostname: "lb.example.org"}, nil),
+			want: &lbView{Hosts: []string{"lb.example.org."}, Addrs: []string{"198.51.100.7"}, Services: []string{"web/lb"}, Props: []string{"gslb/strategy=roundRobin"}},
+			uses: []string{"ref:Service:web/lb"},
+		},
+		{
+			name: "Service by selector without a hostname annotation: nothing",
+			g:    gslbOf(gslbSpec{ResourceRef: gslbResourceRef{APIVersion: "v1", Kind: kindService, MatchLabels: map[string]string{"app": "lb"}}, Strategy: rr}, nil, nil),
+			note: annotationK8gbHostname,
+		},
+		{
+			name: "spec.ingress: the Ingress of the Gslb's name",
+			g:    gslbOf(gslbSpec{Ingress: embedded, Strategy: rr}, nil, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+			uses: []string{"ref:Ingress:web/shop"},
+		},
+		{
+			name:  "spec.ingress without its Ingress: the hosts declared, no targets, noted",
+			g:     gslbOf(gslbSpec{Ingress: embedded, Strategy: rr}, nil, nil),
+			world: func(w *gslbTestWorld) { delete(w.objs, "Ingress/web/shop") },
+			want:  &lbView{Hosts: []string{"other.example.org. unready", "shop.example.org. unready"}, Props: []string{"gslb/strategy=roundRobin"}},
+			note:  "create it yourself",
+		},
+		{
+			name: "exposed IP addresses replace the targets",
+			g: gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr},
+				map[string]string{annotationExposedIPs: "198.51.100.9, 2001:db8::9,nope"}, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.9", "2001:db8::9"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}, Bad: []string{`annotation k8gb.io/exposed-ip-addresses: "nope" is not an IP address`}},
+		},
+		{
+			name: "exposed host names win over exposed addresses and are resolved",
+			g: gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr},
+				map[string]string{annotationExposedIPs: "198.51.100.9", annotationExposedHostnames: "LB.Example.NET"}, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Hostnames: []string{"lb.example.net."}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+		},
+		{
+			name: "legacy group is served",
+			kind: kindGslbLegacy,
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr}, nil, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+		},
+		{
+			name: "legacy Gslb migrated to k8gb.io: skipped for its twin",
+			kind: kindGslbLegacy,
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr}, nil, map[string]string{labelMigrated: "true"}),
+			note: "twin is served",
+		},
+		{
+			name: "the migrated label means nothing on a k8gb.io Gslb",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr}, nil, map[string]string{labelMigrated: "true"}),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Props: []string{"gslb/strategy=roundRobin"}},
+		},
+		{
+			name: "Istio VirtualService: not served, noted",
+			g:    gslbOf(gslbSpec{ResourceRef: gslbResourceRef{APIVersion: "networking.istio.io/v1", Kind: "VirtualService", Name: "shop"}, Strategy: rr}, nil, nil),
+			note: "VirtualService",
+		},
+		{
+			name: "an apiVersion of another group: nothing",
+			g:    gslbOf(gslbSpec{ResourceRef: gslbResourceRef{APIVersion: "example.com/v1", Kind: kindIngress, Name: "shop"}, Strategy: rr}, nil, nil),
+			note: "is not of group",
+		},
+		{
+			name: "HTTPRoute: the route's hosts and its Gateway's addresses",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindHTTPRoute, "www"), Strategy: rr}, nil, nil),
+			want: &lbView{Hosts: []string{"www.example.org."}, Addrs: []string{"198.51.100.20"}, Services: []string{"web/app"}, Props: []string{"gslb/strategy=roundRobin"}},
+			uses: []string{"ref:HTTPRoute:web/www", "gw:web/gw"},
+		},
+		{
+			name: "TCPRoute: its host from k8gb.io/hostname, on the TCP listener",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindTCPRoute, "db"), Strategy: rr}, map[string]string{annotationK8gbHostname: "db.example.org"}, nil),
+			want: &lbView{Hosts: []string{"db.example.org."}, Addrs: []string{"198.51.100.20"}, Services: []string{"web/app"}, Props: []string{"gslb/strategy=roundRobin"}},
+		},
+		{
+			name: "TCPRoute without k8gb.io/hostname: nothing",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindTCPRoute, "db"), Strategy: rr}, nil, nil),
+			note: annotationK8gbHostname,
+		},
+		{
+			name: "a strategy type k8gb does not know",
+			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: gslbStrategy{Type: "random"}}, nil, nil),
+			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+				Bad: []string{`spec.strategy.type "random": want roundRobin, failover or geoip; the block's default strategy is used`}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := gslbWorldOf()
+			if tc.world != nil {
+				tc.world(w)
+			}
+			cfg := lbConfig()
+			if tc.cfg != nil {
+				tc.cfg(cfg)
+			}
+			kind := tc.kind
+			if kind == "" {
+				kind = kindGslb
+			}
+			d, out := deriveGslb(tc.g, kind, cfg, w)
+			if got := lbViewOf(d); !lbEqualView(got, tc.want) {
+				t.Errorf("got  %v\nwant %v", got, tc.want)
+			}
+			if tc.note == "" && out.note != "" || tc.note != "" && !strings.Contains(out.note, tc.note) {
+				t.Errorf("note %q, want one with %q", out.note, tc.note)
+			}
+			for _, u := range tc.uses {
+				if !strings.Contains(strings.Join(out.uses, " "), u) {
+					t.Errorf("uses %q, want %q among them", out.uses, u)
+				}
+			}
+			if d != nil && (d.kind != kind || d.name != "shop" || d.uid != "g-1") {
+				t.Errorf("declared as %s %s/%s uid %s, want the Gslb", d.kind, d.namespace, d.name, d.uid)
+			}
+		})
+	}
+}
+
+// The object a Gslb declares carries the Gslb's policy on every endpoint
+// and marks unready hosts, as gslb and localtargets read them.
+func TestGslbDeclaredObject(t *testing.T) {
+	w := gslbWorldOf()
+	g := gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: gslbStrategy{Type: "failover", PrimaryGeoTag: "eu", DNSTtlSeconds: 30}, ServiceHealthPolicy: "All"}, nil, nil)
+	d, _ := deriveGslb(g, kindGslb, lbConfig(), w)
+	o, _ := d.object(nil, []string{"example.org."}, 60)
+	if o.key != "Gslb:web/shop" || len(o.eps) != 1 {
+		t.Fatalf("object %s with %d endpoints, want Gslb:web/shop with 1", o.key, len(o.eps))
+	}
+	e := o.eps[0]
+	if e.extra == nil || !e.extra.unready {
+		t.Errorf("endpoint not marked unready under serviceHealthPolicy All with web/api down")
+	}
+	if e.ttl != 30 {
+		t.Errorf("TTL %d, want 30 (dnsTtlSeconds)", e.ttl)
+	}
+	if ref := objectRef(o); ref.apiVersion != "k8gb.io/v1beta1" || ref.kind != "Gslb" {
+		t.Errorf("Events go to %s %s, want k8gb.io/v1beta1 Gslb", ref.apiVersion, ref.kind)
+	}
+	o.kind = kindGslbLegacy
+	if ref := objectRef(o); ref.apiVersion != "k8gb.absa.oss/v1beta1" || ref.kind != "Gslb" {
+		t.Errorf("Events go to %s %s, want k8gb.absa.oss/v1beta1 Gslb", ref.apiVersion, ref.kind)
+	}
+}
+
+func TestK8gbController(t *testing.T) {
+	yes := true
+	no := false
+	owner := func(api, kind string, ctl *bool) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: api, Kind: kind, Name: "shop", UID: types.UID("g-1"), Controller: ctl}}
+	}
+	tests := []struct {
+		name string
+		m    metav1.ObjectMeta
+		want string
+	}{
+		{"k8gb.io", metav1.ObjectMeta{Labels: map[string]string{labelDNSType: "local"}, OwnerReferences: owner("k8gb.io/v1beta1", "Gslb", &yes)}, "g-1"},
+		{"legacy label and group", metav1.ObjectMeta{Labels: map[string]string{labelLegacyDNSType: "local"}, OwnerReferences: owner("k8gb.absa.oss/v1beta1", "Gslb", &yes)}, "g-1"},
+		{"no k8gb label", metav1.ObjectMeta{OwnerReferences: owner("k8gb.io/v1beta1", "Gslb", &yes)}, ""},
+		{"not the controller", metav1.ObjectMeta{Labels: map[string]string{labelDNSType: "local"}, OwnerReferences: owner("k8gb.io/v1beta1", "Gslb", &no)}, ""},
+		{"another kind", metav1.ObjectMeta{Labels: map[string]string{labelDNSType: "local"}, OwnerReferences: owner("k8gb.io/v1beta1", "ZoneDelegation", &yes)}, ""},
+		{"another group", metav1.ObjectMeta{Labels: map[string]string{labelDNSType: "local"}, OwnerReferences: owner("example.com/v1", "Gslb", &yes)}, ""},
+	}
+	for _, tc := range tests {
+		if got := k8gbController(&tc.m); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A DNSEndpoint that k8gb's operator wrote leaves the store while its Gslb
+// is served and returns when the Gslb is gone; others pass untouched.
+func TestGslbOwnersHoldBackOperatorRecords(t *testing.T) {
+	cfg := newConfig()
+	cfg.zones = []string{"example.org."}
+	var snap atomic.Pointer[snapshot]
+	b := newBuilder(cfg, &snap)
+	g := newGslbOwners(b)
+	mk := func(name string) *object {
+		o, _ := newObject(objectMeta{key: "web/" + name, namespace: "web", name: name},
+			[]*endpoint.Endpoint{{DNSName: name + ".example.org", RecordType: "A", Targets: endpoint.Targets{"198.51.100.1"}}}, cfg.zones, 30)
+		return o
+	}
+	has := func(key string) bool {
+		b.flush()
+		_, ok := b.objects[key]
+		return ok
+	}
+	g.upsert(mk("shop"), "g-1")
+	g.upsert(mk("mine"), "")
+	if !has("web/shop") || !has("web/mine") {
+		t.Fatal("DNSEndpoints not served before any Gslb is")
+	}
+	g.serve("Gslb:web/shop", "g-1")
+	if has("web/shop") {
+		t.Error("k8gb's DNSEndpoint still served once its Gslb is")
+	}
+	if !has("web/mine") {
+		t.Error("an unrelated DNSEndpoint left the store")
+	}
+	g.upsert(mk("shop"), "g-1") // the operator's object updated while its Gslb is served
+	if has("web/shop") {
+		t.Error("an update let k8gb's DNSEndpoint back")
+	}
+	g.serve("Gslb:web/shop", "g-1") // derived again
+	g.unserve("Gslb:web/shop")
+	if !has("web/shop") {
+		t.Error("k8gb's DNSEndpoint not served again after its Gslb is gone")
+	}
+	g.serve("Gslb:web/shop", "g-1")
+	g.remove("web/shop")
+	g.unserve("Gslb:web/shop")
+	if has("web/shop") {
+		t.Error("a deleted DNSEndpoint came back")
+	}
+}
