@@ -42,6 +42,7 @@ type directory struct {
 	// owned by the watch goroutine (and start, before it runs)
 	files   map[string]*manifestFile // base name -> what it holds now
 	derived map[string]*derivedFile  // derived object key -> what the builder has of it
+	notes   map[string]bool          // the Gslb notes logged (source key + note), source_directory.go
 }
 
 // manifestFile is what one file contributed at its last good read.
@@ -366,7 +367,7 @@ func parseFile(path string, raw []byte, mtime time.Time, cfg *config) (*parsedFi
 				continue // known, and no kind served needs it
 			}
 			if it.Kind != kindDNSEndpoint {
-				if want := fileKinds[it.Kind].apiVersion; it.APIVersion != want {
+				if want := fileKinds[it.Kind].apiVersion; it.APIVersion != want && !(it.Kind == kindGslb && it.APIVersion == gslbLegacyGroup+"/"+gslbVersion) {
 					fail(doc.line, "%s apiVersion %q is not %s", it.Kind, it.APIVersion, want)
 					continue
 				}

@@ -37,19 +37,25 @@ type fileKind struct {
 var routeKinds = []string{kindHTTPRoute, kindGRPCRoute, kindTLSRoute}
 
 // fileKinds are the kinds the directory reads besides DNSEndpoint.
+// A Gslb (k8gb.io/v1beta1, or the legacy k8gb.absa.oss/v1beta1) needs
+// every kind it may name; those are then read for it, and served as
+// sources of their own only when `resources` lists them.
 var fileKinds = map[string]fileKind{
-	kindIngress:       {"networking.k8s.io/v1", []string{kindIngress}},
-	kindService:       {"v1", []string{kindService}},
-	kindHTTPRoute:     {gatewayv1.GroupVersion.String(), []string{kindHTTPRoute}},
-	kindGRPCRoute:     {gatewayv1.GroupVersion.String(), []string{kindGRPCRoute}},
-	kindTLSRoute:      {gatewayv1.GroupVersion.String(), []string{kindTLSRoute}},
-	kindEndpointSlice: {"discovery.k8s.io/v1", append([]string{kindIngress, kindService}, routeKinds...)},
+	kindIngress:       {"networking.k8s.io/v1", []string{kindIngress, kindGslb}},
+	kindService:       {"v1", []string{kindService, kindGslb}},
+	kindHTTPRoute:     {gatewayv1.GroupVersion.String(), []string{kindHTTPRoute, kindGslb}},
+	kindGRPCRoute:     {gatewayv1.GroupVersion.String(), []string{kindGRPCRoute, kindGslb}},
+	kindTLSRoute:      {gatewayv1.GroupVersion.String(), []string{kindTLSRoute, kindGslb}},
+	kindTCPRoute:      {gatewayv1.GroupVersion.String(), []string{kindGslb}},
+	kindUDPRoute:      {gatewayv1.GroupVersion.String(), []string{kindGslb}},
+	kindEndpointSlice: {"discovery.k8s.io/v1", append([]string{kindIngress, kindService, kindGslb}, routeKinds...)},
 	kindIngressClass:  {"networking.k8s.io/v1", []string{kindIngress}},
-	kindGateway:       {gatewayv1.GroupVersion.String(), routeKinds},
+	kindGateway:       {gatewayv1.GroupVersion.String(), append([]string{kindGslb}, routeKinds...)},
+	kindGslb:          {gslbGroup + "/" + gslbVersion, []string{kindGslb}},
 }
 
 // acceptedKinds lists, for messages, every kind a manifest file may hold.
-var acceptedKinds = strings.Join(append(slices.Clone(kinds), kindEndpointSlice, kindIngressClass, kindGateway), ", ") + ", or a List of them"
+var acceptedKinds = strings.Join(append(slices.Clone(kinds), kindTCPRoute, kindUDPRoute, kindEndpointSlice, kindIngressClass, kindGateway), ", ") + ", or a List of them"
 
 // reads reports whether the directory reads documents of kind, given the
 // kinds served; known is false for a kind it never reads.
@@ -78,9 +84,19 @@ type fileSource struct {
 	obj                   any // *networkingv1.Ingress, *corev1.Service, *gatewayv1.HTTPRoute, ...
 }
 
-// derive runs the API source's derivation of the object.
-func (s *fileSource) derive(cfg *config, w world) *declared {
+// derive runs the API source's derivation of the object. An object of a
+// kind read only for the Gslbs that name it declares nothing of its own.
+func (s *fileSource) derive(cfg *config, w *dirWorld) *declared {
+	if !cfg.serves(s.kind) && !isGslbKind(s.kind) {
+		return nil
+	}
 	switch o := s.obj.(type) {
+	case *gslbObject:
+		d, out := deriveGslb(o, s.kind, cfg, w)
+		if out.note != "" {
+			w.noted = append(w.noted, s.key+"\x00"+out.note)
+		}
+		return d
 	case *networkingv1.Ingress:
 		return deriveIngress(o, cfg, w)
 	case *corev1.Service:
@@ -129,6 +145,12 @@ func (p *parsedFile) addKind(cfg *config, path string, line int, kind string, it
 		obj = &gatewayv1.GRPCRoute{}
 	case kindTLSRoute:
 		obj = &gatewayv1.TLSRoute{}
+	case kindTCPRoute:
+		obj = &gatewayv1.TCPRoute{}
+	case kindUDPRoute:
+		obj = &gatewayv1.UDPRoute{}
+	case kindGslb:
+		obj = &gslbObject{}
 	case kindEndpointSlice:
 		obj = &discoveryv1.EndpointSlice{}
 	case kindIngressClass:
@@ -176,6 +198,15 @@ func (p *parsedFile) addKind(cfg *config, path string, line int, kind string, it
 		m = &metaFields{&o.Namespace, o.Name, o.Labels}
 	case *gatewayv1.TLSRoute:
 		m = &metaFields{&o.Namespace, o.Name, o.Labels}
+	case *gatewayv1.TCPRoute:
+		m = &metaFields{&o.Namespace, o.Name, o.Labels}
+	case *gatewayv1.UDPRoute:
+		m = &metaFields{&o.Namespace, o.Name, o.Labels}
+	case *gslbObject:
+		m = &metaFields{&o.Namespace, o.Name, o.Labels}
+		if o.APIVersion == gslbLegacyGroup+"/"+gslbVersion {
+			kind = kindGslbLegacy
+		}
 	}
 	if *m.namespace == "" {
 		*m.namespace = "default"
@@ -206,13 +237,23 @@ type dirWorld struct {
 	readyBy      map[string]bool // "namespace/service" -> a slice of it has a ready endpoint
 	defaultClass string
 	gateways     map[string]*gatewayv1.Gateway // "namespace/name"; the first file (by name) wins
+	// objs are the derived kinds' objects, for the Gslbs that name them
+	// ("Kind/namespace/name"; the first file wins).
+	objs  map[string]any
+	noted []string // the Gslb notes of this derivation (source key + note)
 }
 
 func newDirWorld(files map[string]*manifestFile) *dirWorld {
-	w := &dirWorld{readyBy: map[string]bool{}, gateways: map[string]*gatewayv1.Gateway{}}
+	w := &dirWorld{readyBy: map[string]bool{}, gateways: map[string]*gatewayv1.Gateway{}, objs: map[string]any{}}
 	var best *networkingv1.IngressClass
 	for _, base := range sortedKeys(files) {
 		f := files[base]
+		for _, s := range f.sources {
+			k := s.kind + "/" + s.namespace + "/" + s.name
+			if _, ok := w.objs[k]; !ok {
+				w.objs[k] = s.obj
+			}
+		}
 		for _, s := range f.slices {
 			if s.service == "" {
 				continue
@@ -247,6 +288,18 @@ func (w *dirWorld) ready(namespace, name string) bool { return w.readyBy[namespa
 func (w *dirWorld) defaultIngressClass() string       { return w.defaultClass }
 func (w *dirWorld) gateway(namespace, name string) *gatewayv1.Gateway {
 	return w.gateways[namespace+"/"+name]
+}
+func (w *dirWorld) object(kind, namespace, name string) any {
+	return w.objs[kind+"/"+namespace+"/"+name]
+}
+func (w *dirWorld) objects(kind, namespace string) []any {
+	var out []any
+	for _, k := range sortedKeys(w.objs) {
+		if strings.HasPrefix(k, kind+"/"+namespace+"/") {
+			out = append(out, w.objs[k])
+		}
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -312,6 +365,15 @@ func (d *directory) derive(at time.Time) {
 			d.b.remove(key)
 		}
 	}
+	notes := map[string]bool{}
+	for _, n := range w.noted {
+		notes[n] = true
+		if !d.notes[n] {
+			key, note, _ := strings.Cut(n, "\x00")
+			log.Warningf("%s: %s", key, note)
+		}
+	}
+	d.notes = notes
 }
 
 // logBad logs what of a derived object cannot be served, in one line, and

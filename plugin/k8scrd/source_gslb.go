@@ -115,7 +115,7 @@ type gslbSpec struct {
 
 // gslbIngressSpec is k8gb's embedded Ingress spec (its default backend is "backend").
 type gslbIngressSpec struct {
-	IngressClassName *string                     `json:"ingressClassName,omitempty"`
+	IngressClassName *string                      `json:"ingressClassName,omitempty"`
 	DefaultBackend   *networkingv1.IngressBackend `json:"backend,omitempty"`
 	TLS              []networkingv1.IngressTLS    `json:"tls,omitempty"`
 	Rules            []networkingv1.IngressRule   `json:"rules,omitempty"`
@@ -793,9 +793,9 @@ type gslbOwners struct {
 	b *builder
 
 	mu     sync.Mutex
-	served map[string]string         // Gslb key -> uid
-	uids   map[string]int            // uid -> Gslb keys serving it
-	held   map[string]*heldEndpoint  // DNSEndpoint key -> it
+	served map[string]string        // Gslb key -> uid
+	uids   map[string]int           // uid -> Gslb keys serving it
+	held   map[string]*heldEndpoint // DNSEndpoint key -> it
 	byUID  map[string]map[string]struct{}
 }
 
