@@ -1,0 +1,239 @@
+package k8gb_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/test/harness"
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
+)
+
+const (
+	zone        = "cloud.example.org."
+	propagation = 10 * time.Second
+)
+
+// site is one cluster: its API server, its coredns (gslb, localtargets,
+// k8scrd resources Gslb) and its load balancer address (a loopback
+// address: a target in answers, never contacted).
+type site struct {
+	tag string
+	k   *harness.Kube
+	ip  string // coredns's address
+	lb  string // the Ingress's and Service's status address
+	dns *harness.CoreDNS
+}
+
+// corefile is a site's GSLB block with static peers (tag -> address).
+func (s *site) corefile(kubeconfig string, peers map[string]string) string {
+	var p strings.Builder
+	for _, tag := range slices.Sorted(func(yield func(string) bool) {
+		for k := range peers {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(&p, "        peer %s %s:53\n", tag, peers[tag])
+	}
+	return fmt.Sprintf(`%[1]s:53 {
+    bind %[2]s
+    localtargets
+    gslb %[1]s {
+        geotag %[3]s
+%[4]s        strategy roundRobin
+        geo cidr 198.18.1.0/24 eu
+        geo cidr 198.18.2.0/24 us
+        timeout 300ms
+        refresh 200ms
+        ttl 5
+    }
+    k8scrd %[1]s {
+        kubeconfig %[5]s
+        resources Gslb
+    }
+    errors
+}
+`, zone, s.ip, s.tag, p.String(), kubeconfig)
+}
+
+// world holds the objects every Gslb test reads in one namespace of a site:
+// Service app with a ready EndpointSlice, Ingress shop routing
+// shop.<zone> to it, and LoadBalancer Service lb, both at the site's lb.
+func (s *site) world(t *testing.T, ns string) {
+	t.Helper()
+	cs := s.k.Clientset()
+	ctx := harness.Context(t)
+	s.k.EnsureNamespace(t, ns)
+	mk := func(name string, typ corev1.ServiceType) {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}}, Spec: corev1.ServiceSpec{
+			Type: typ, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+			Selector: map[string]string{"app": name},
+		}}
+		if typ == corev1.ServiceTypeLoadBalancer {
+			svc.Spec.AllocateLoadBalancerNodePorts = new(false)
+		}
+		got, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("Service %s/%s: %v", ns, name, err)
+		}
+		if typ == corev1.ServiceTypeLoadBalancer {
+			got.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: s.lb, IPMode: new(corev1.LoadBalancerIPModeVIP)}}
+			if _, err := cs.CoreV1().Services(ns).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.slice(t, ns, name, true)
+	}
+	mk("app", corev1.ServiceTypeClusterIP)
+	mk("lb", corev1.ServiceTypeLoadBalancer)
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"app": "shop"}}, Spec: networkingv1.IngressSpec{
+		Rules: []networkingv1.IngressRule{{Host: "shop." + strings.TrimSuffix(zone, "."), IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+			Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: new(networkingv1.PathTypePrefix), Backend: networkingv1.IngressBackend{
+				Service: &networkingv1.IngressServiceBackend{Name: "app", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
+		}}}},
+	}}
+	got, err := cs.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: s.lb}}
+	if _, err := cs.NetworkingV1().Ingresses(ns).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// slice writes Service ns/svc's EndpointSlice with one endpoint, ready or not,
+// as the EndpointSlice controller labels it (the address is data).
+func (s *site) slice(t *testing.T, ns, svc string, ready bool) {
+	t.Helper()
+	api := s.k.Clientset().DiscoveryV1().EndpointSlices(ns)
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: svc + "-1", Labels: map[string]string{
+			"kubernetes.io/service-name": svc, "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"198.18.0.10"},
+			Conditions: discoveryv1.EndpointConditions{Ready: new(ready), Serving: new(ready), Terminating: new(false)}}},
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := api.Get(harness.Context(t), es.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = api.Create(harness.Context(t), es, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		es.ResourceVersion = cur.ResourceVersion
+		_, err = api.Update(harness.Context(t), es, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gslb applies a Gslb (k8gb.io) in ns named name with the spec's YAML body.
+func (s *site) gslb(t *testing.T, ns, name, annotations, spec string) {
+	t.Helper()
+	s.k.Apply(t, fmt.Sprintf("apiVersion: k8gb.io/v1beta1\nkind: Gslb\nmetadata:\n  name: %s\n  namespace: %s\n  annotations: {%s}\nspec:\n%s", name, ns, annotations, spec))
+}
+
+// answer is what a client sees for name A at addr: the addresses sorted
+// and comma separated, NODATA, or the rcode.
+func answer(addr, name string, opts ...harness.QueryOption) string {
+	r, err := harness.Ask(addr+":53", name, dns.TypeA, append([]harness.QueryOption{harness.Timeout(time.Second), harness.Attempts(2)}, opts...)...)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	if r.Rcode != dns.RcodeSuccess {
+		return dns.RcodeToString[r.Rcode]
+	}
+	got := harness.Targets(r, dns.TypeA)
+	if len(got) == 0 {
+		return "NODATA"
+	}
+	slices.Sort(got)
+	return strings.Join(got, ",")
+}
+
+func join(a ...string) string {
+	s := slices.Clone(a)
+	slices.Sort(s)
+	return strings.Join(s, ",")
+}
+
+func expect(t *testing.T, addr, name, want string, opts ...harness.QueryOption) {
+	t.Helper()
+	testkit.Eventually(t, propagation, name+"@"+addr, func() (bool, string) {
+		got := answer(addr, name, opts...)
+		return got == want, fmt.Sprintf("%s A @%s = %s, want %s", name, addr, got, want)
+	})
+}
+
+// twoSites starts eu (the package's API server) and us (one of its own),
+// each with the world in namespace ns and a coredns peering with the other.
+func twoSites(t *testing.T, ns string) (eu, us *site) {
+	t.Helper()
+	eu = &site{tag: "eu", k: harness.SharedKube(t), ip: harness.NewIP(t), lb: harness.NewIP(t)}
+	us = &site{tag: "us", k: harness.StartKube(t), ip: harness.NewIP(t), lb: harness.NewIP(t)}
+	for _, s := range []*site{eu, us} {
+		installGslbCRDs(t, s.k)
+		s.world(t, ns)
+	}
+	eu.dns = harness.StartCoreDNS(t, eu.corefile(eu.k.Kubeconfig, map[string]string{"us": us.ip}))
+	us.dns = harness.StartCoreDNS(t, us.corefile(us.k.Kubeconfig, map[string]string{"eu": eu.ip}))
+	return eu, us
+}
+
+// Gslbs over an Ingress and a Service, in two clusters with their own API
+// servers: failover, roundRobin, geoip and weighted answers; the primary's
+// endpoints become unready and recover.
+func TestGslbStrategiesAcrossTwoClusters(t *testing.T) {
+	ns := "shop"
+	eu, us := twoSites(t, ns)
+	both := join(eu.lb, us.lb)
+	host := func(h string) string { return h + "." + zone }
+	for _, s := range []*site{eu, us} {
+		s.gslb(t, ns, "shop", "", "  resourceRef: {apiVersion: networking.k8s.io/v1, kind: Ingress, name: shop}\n  strategy: {type: failover, primaryGeoTag: eu, dnsTtlSeconds: 5}\n")
+		s.gslb(t, ns, "rr", `k8gb.io/hostname: rr.`+strings.TrimSuffix(zone, "."), "  resourceRef: {apiVersion: v1, kind: Service, matchLabels: {app: lb}}\n  strategy: {type: roundRobin}\n")
+		s.gslb(t, ns, "geo", `k8gb.io/hostname: geo.`+strings.TrimSuffix(zone, "."), "  resourceRef: {apiVersion: v1, kind: Service, name: lb}\n  strategy: {type: geoip}\n")
+		s.gslb(t, ns, "w", `k8gb.io/hostname: w.`+strings.TrimSuffix(zone, "."), "  resourceRef: {apiVersion: v1, kind: Service, name: lb}\n  strategy: {type: roundRobin, weight: {eu: 0, us: 1}}\n")
+	}
+	start := time.Now()
+	for _, s := range []*site{eu, us} {
+		expect(t, s.ip, host("shop"), eu.lb)
+		expect(t, s.ip, "localtargets-shop."+zone, s.lb)
+		expect(t, s.ip, host("rr"), both)
+		expect(t, s.ip, host("geo"), eu.lb, harness.ECS("198.18.1.0/24"))
+		expect(t, s.ip, host("geo"), us.lb, harness.ECS("198.18.2.0/24"))
+		expect(t, s.ip, host("w"), us.lb)
+	}
+	t.Logf("every answer right %v after the Gslbs were written", time.Since(start).Round(time.Millisecond))
+
+	// The primary's backend loses its endpoints: both clusters fail over.
+	eu.slice(t, ns, "app", false)
+	start = time.Now()
+	for _, s := range []*site{eu, us} {
+		expect(t, s.ip, host("shop"), us.lb)
+	}
+	expect(t, eu.ip, "localtargets-shop."+zone, "NODATA")
+	t.Logf("failover %v after the primary's EndpointSlice became unready", time.Since(start).Round(time.Millisecond))
+	eu.slice(t, ns, "app", true)
+	start = time.Now()
+	for _, s := range []*site{eu, us} {
+		expect(t, s.ip, host("shop"), eu.lb)
+	}
+	t.Logf("recovery %v after it became ready again", time.Since(start).Round(time.Millisecond))
+}
