@@ -2,6 +2,8 @@ package k8gb_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -236,4 +239,86 @@ func TestGslbStrategiesAcrossTwoClusters(t *testing.T) {
 		expect(t, s.ip, host("shop"), eu.lb)
 	}
 	t.Logf("recovery %v after it became ready again", time.Since(start).Round(time.Millisecond))
+}
+
+// The Gslb source's reads, exactly (DESIGN.md, "Sources"): both Gslb
+// groups, the kinds a Gslb names, Services' EndpointSlices, Gateways, and
+// the CRDs (to notice kinds installed later); DNSEndpoints for the
+// operator's objects.
+var gslbReaderRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"k8gb.io", "k8gb.absa.oss"}, Resources: []string{"gslbs"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"externaldns.k8s.io"}, Resources: []string{"dnsendpoints"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+}
+
+// A fleetdns cluster serving Gslbs, under a ServiceAccount token with
+// exactly the Gslb source's reads, and a peer that answers as k8gb's
+// CoreDNS does (a stock `file` zone: localtargets- records of its own
+// targets, and the host answered with the set k8gb's operator computes)
+// agree on every answer's target set. The operator's frozen DNSEndpoint
+// for a Gslb (labelled k8gb.io/dnstype, controlled by the Gslb) never
+// beats the live source.
+func TestGslbAgreesWithK8gbPeer(t *testing.T) {
+	ns := "agree"
+	eu := &site{tag: "eu", k: harness.SharedKube(t), ip: harness.NewIP(t), lb: harness.NewIP(t)}
+	installGslbCRDs(t, eu.k)
+	eu.world(t, ns)
+	k8gbIP, k8gbLB, frozen := harness.NewIP(t), harness.NewIP(t), harness.NewIP(t)
+	for _, g := range []struct{ name, strategy string }{
+		{"shop", "{type: roundRobin}"},
+		{"fo", "{type: failover, primaryGeoTag: eu}"},
+		{"fous", "{type: failover, primaryGeoTag: us}"},
+	} {
+		eu.gslb(t, ns, g.name, "k8gb.io/hostname: "+g.name+"."+strings.TrimSuffix(zone, "."),
+			"  resourceRef: {apiVersion: v1, kind: Service, name: lb}\n  strategy: "+g.strategy+"\n")
+	}
+	// The operator's DNSEndpoint of Gslb shop, frozen when it stopped.
+	got, err := eu.k.Dynamic().Resource(gslbGVR("k8gb.io")).Namespace(ns).Get(harness.Context(t), "shop", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := harness.DNSEndpointObject(ns, "shop", map[string]string{"k8gb.io/dnstype": "local"},
+		harness.Endpoint{DNSName: "shop." + strings.TrimSuffix(zone, "."), RecordType: "A", Targets: []string{frozen}},
+		harness.Endpoint{DNSName: "localtargets-shop." + strings.TrimSuffix(zone, "."), RecordType: "A", Targets: []string{frozen}})
+	dep.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "k8gb.io/v1beta1", Kind: "Gslb", Name: "shop", UID: got.GetUID(), Controller: new(true)}})
+	eu.k.Create(t, dep)
+
+	eu.k.ServiceAccountWithRules(t, "fleetdns", "gslb-reader", gslbReaderRules)
+	kubeconfig := eu.k.TokenKubeconfig(t, "fleetdns", "gslb-reader")
+	corefile := strings.Replace(eu.corefile(kubeconfig, map[string]string{"us": k8gbIP}), "resources Gslb", "resources DNSEndpoint Gslb", 1)
+	eu.dns = harness.StartCoreDNS(t, corefile)
+
+	// k8gb's CoreDNS in cluster us: what its operator writes after reading
+	// eu's localtargets- (roundRobin: both; failover to eu: eu's; to us: its own).
+	zoneFile := fmt.Sprintf(`$ORIGIN %[1]s
+@ 30 IN SOA ns.%[1]s hostmaster.%[1]s 1 7200 1800 86400 30
+@ 30 IN NS ns.%[1]s
+ns 30 IN A %[2]s
+localtargets-shop 30 IN A %[3]s
+localtargets-fo 30 IN A %[3]s
+localtargets-fous 30 IN A %[3]s
+shop 30 IN A %[3]s
+shop 30 IN A %[4]s
+fo 30 IN A %[4]s
+fous 30 IN A %[3]s
+`, zone, k8gbIP, k8gbLB, eu.lb)
+	zonePath := filepath.Join(t.TempDir(), "zone.db")
+	if err := os.WriteFile(zonePath, []byte(zoneFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	harness.StartCoreDNS(t, fmt.Sprintf("%s:53 {\n    bind %s\n    file %s\n}\n", zone, k8gbIP, zonePath))
+	for _, h := range []string{"shop", "fo", "fous"} {
+		want := answer(k8gbIP, h+"."+zone)
+		expect(t, eu.ip, h+"."+zone, want)
+		t.Logf("%s: fleetdns and k8gb answer %s", h, want)
+	}
+	expect(t, eu.ip, "localtargets-shop."+zone, eu.lb)
+	if got := answer(eu.ip, "shop."+zone); strings.Contains(got, frozen) {
+		t.Errorf("the operator's frozen DNSEndpoint is served: %s", got)
+	}
 }
