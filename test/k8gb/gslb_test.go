@@ -270,22 +270,22 @@ func TestGslbAgreesWithK8gbPeer(t *testing.T) {
 	eu.world(t, ns)
 	k8gbIP, k8gbLB, frozen := harness.NewIP(t), harness.NewIP(t), harness.NewIP(t)
 	for _, g := range []struct{ name, strategy string }{
-		{"shop", "{type: roundRobin}"},
-		{"fo", "{type: failover, primaryGeoTag: eu}"},
-		{"fous", "{type: failover, primaryGeoTag: us}"},
+		{"kshop", "{type: roundRobin}"},
+		{"kfo", "{type: failover, primaryGeoTag: eu}"},
+		{"kfous", "{type: failover, primaryGeoTag: us}"},
 	} {
 		eu.gslb(t, ns, g.name, "k8gb.io/hostname: "+g.name+"."+strings.TrimSuffix(zone, "."),
 			"  resourceRef: {apiVersion: v1, kind: Service, name: lb}\n  strategy: "+g.strategy+"\n")
 	}
 	// The operator's DNSEndpoint of Gslb shop, frozen when it stopped.
-	got, err := eu.k.Dynamic().Resource(gslbGVR("k8gb.io")).Namespace(ns).Get(harness.Context(t), "shop", metav1.GetOptions{})
+	got, err := eu.k.Dynamic().Resource(gslbGVR("k8gb.io")).Namespace(ns).Get(harness.Context(t), "kshop", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep := harness.DNSEndpointObject(ns, "shop", map[string]string{"k8gb.io/dnstype": "local"},
-		harness.Endpoint{DNSName: "shop." + strings.TrimSuffix(zone, "."), RecordType: "A", Targets: []string{frozen}},
-		harness.Endpoint{DNSName: "localtargets-shop." + strings.TrimSuffix(zone, "."), RecordType: "A", Targets: []string{frozen}})
-	dep.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "k8gb.io/v1beta1", Kind: "Gslb", Name: "shop", UID: got.GetUID(), Controller: new(true)}})
+	dep := harness.DNSEndpointObject(ns, "kshop", map[string]string{"k8gb.io/dnstype": "local"},
+		harness.Endpoint{DNSName: "kshop." + strings.TrimSuffix(zone, "."), RecordType: "A", Targets: []string{frozen}},
+		harness.Endpoint{DNSName: "localtargets-kshop." + strings.TrimSuffix(zone, "."), RecordType: "A", Targets: []string{frozen}})
+	dep.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "k8gb.io/v1beta1", Kind: "Gslb", Name: "kshop", UID: got.GetUID(), Controller: new(true)}})
 	eu.k.Create(t, dep)
 
 	eu.k.ServiceAccountWithRules(t, "fleetdns", "gslb-reader", gslbReaderRules)
@@ -299,26 +299,26 @@ func TestGslbAgreesWithK8gbPeer(t *testing.T) {
 @ 30 IN SOA ns.%[1]s hostmaster.%[1]s 1 7200 1800 86400 30
 @ 30 IN NS ns.%[1]s
 ns 30 IN A %[2]s
-localtargets-shop 30 IN A %[3]s
-localtargets-fo 30 IN A %[3]s
-localtargets-fous 30 IN A %[3]s
-shop 30 IN A %[3]s
-shop 30 IN A %[4]s
-fo 30 IN A %[4]s
-fous 30 IN A %[3]s
+localtargets-kshop 30 IN A %[3]s
+localtargets-kfo 30 IN A %[3]s
+localtargets-kfous 30 IN A %[3]s
+kshop 30 IN A %[3]s
+kshop 30 IN A %[4]s
+kfo 30 IN A %[4]s
+kfous 30 IN A %[3]s
 `, zone, k8gbIP, k8gbLB, eu.lb)
 	zonePath := filepath.Join(t.TempDir(), "zone.db")
 	if err := os.WriteFile(zonePath, []byte(zoneFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	harness.StartCoreDNS(t, fmt.Sprintf("%s:53 {\n    bind %s\n    file %s\n}\n", zone, k8gbIP, zonePath))
-	for _, h := range []string{"shop", "fo", "fous"} {
+	for _, h := range []string{"kshop", "kfo", "kfous"} {
 		want := answer(k8gbIP, h+"."+zone)
 		expect(t, eu.ip, h+"."+zone, want)
 		t.Logf("%s: fleetdns and k8gb answer %s", h, want)
 	}
-	expect(t, eu.ip, "localtargets-shop."+zone, eu.lb)
-	if got := answer(eu.ip, "shop."+zone); strings.Contains(got, frozen) {
+	expect(t, eu.ip, "localtargets-kshop."+zone, eu.lb)
+	if got := answer(eu.ip, "kshop."+zone); strings.Contains(got, frozen) {
 		t.Errorf("the operator's frozen DNSEndpoint is served: %s", got)
 	}
 }
