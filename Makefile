@@ -61,10 +61,11 @@ timing:
 	$(GO) test -count=1 -run '$(TIMING_TESTS)' ./plugin/...
 
 # e2e: real processes, real sockets, a real kube-apiserver; no -race so that
-# timing-sensitive tests do not flake on two cores.
+# timing-sensitive tests do not flake on two cores. scripts/e2e.sh runs them
+# in a network namespace with only loopback (FLEETDNS_NETNS=0: without).
 e2e: build
 	FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_REQUIRE_ALL=1 \
-		$(GO) test -count=1 -timeout 40m ./test/...
+		scripts/e2e.sh -count=1 -timeout 40m ./test/...
 
 test: deps vet lint unit timing e2e bench-smoke
 
