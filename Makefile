@@ -8,17 +8,38 @@ GO            ?= go
 BIN           := bin/coredns
 FLEETDNS_CACHE ?= /var/cache/fleetdns
 export FLEETDNS_CACHE
-# The same flags the Dockerfile uses: a static binary.
-GOBUILD_FLAGS := -trimpath -ldflags "-s -w"
+# The build's identity (internal/version; the commit is also CoreDNS's own
+# revision): `coredns -version`, coredns_build_info, coredns_fleetdns_build_info
+# and the image's labels. VERSION is the nearest tag's describe, else
+# 0.0.0-<commit>; SOURCE_DATE_EPOCH (the commit's time) fixes the image's times.
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null | sed -e 's/^v\([0-9]\)/\1/' -e '/^[0-9][0-9]*\./!s/^/0.0.0-/')
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+LDFLAGS := -s -w -X github.com/fleetdns/fleetdns/internal/version.Version=$(VERSION) \
+	-X github.com/fleetdns/fleetdns/internal/version.Commit=$(COMMIT) \
+	-X github.com/coredns/coredns/coremain.GitCommit=$(COMMIT)
+# The same flags the Dockerfile and cmd/fleetdns-image use (ociimage.LDFlags):
+# a static, stripped binary with its identity stamped in.
+GOBUILD_FLAGS := -trimpath -ldflags "$(LDFLAGS)"
 export CGO_ENABLED = 0
 export GOTOOLCHAIN = local
 
-.PHONY: all build run test deps unit timing e2e generate vet lint dupl clean bench bench-smoke bench-compare bench-instr fuzz soak
+.PHONY: all build image image-test run test deps unit timing e2e generate vet lint dupl clean bench bench-smoke bench-compare bench-instr fuzz soak
 
 all: build
 
 build:
 	$(GO) build $(GOBUILD_FLAGS) -o $(BIN) ./cmd/coredns
+
+# image: the OCI image (amd64 and arm64) as an image layout in $(IMAGE),
+# without a container daemon (cmd/fleetdns-image, go-containerregistry).
+# image-test: unpack it and run it under crun (test/image; root).
+IMAGE := bin/image
+image:
+	$(GO) run ./cmd/fleetdns-image -out $(IMAGE) -version $(VERSION) -commit $(COMMIT) -epoch $(SOURCE_DATE_EPOCH)
+
+image-test: image
+	FLEETDNS_IMAGE=$(CURDIR)/$(IMAGE) FLEETDNS_REQUIRE_ALL=1 $(GO) test -count=1 -v ./test/image
 
 generate:
 	cd cmd/coredns && $(GO) generate .
@@ -63,8 +84,8 @@ timing:
 # e2e: real processes, real sockets, a real kube-apiserver; no -race so that
 # timing-sensitive tests do not flake on two cores. scripts/e2e.sh runs them
 # in a network namespace with only loopback (FLEETDNS_NETNS=0: without).
-e2e: build
-	FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_REQUIRE_ALL=1 \
+e2e: build image
+	FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_IMAGE=$(CURDIR)/$(IMAGE) FLEETDNS_REQUIRE_ALL=1 \
 		scripts/e2e.sh -count=1 -timeout 40m ./test/...
 
 test: deps vet lint unit timing e2e bench-smoke
