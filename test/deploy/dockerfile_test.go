@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/ociimage"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 )
@@ -111,7 +112,8 @@ func TestDockerfileBuildsStaticBinary(t *testing.T) {
 	if got, want := strings.Join(b.env, " "), "CGO_ENABLED=0"; got != want {
 		t.Errorf("Dockerfile build environment = %q, want %q", got, want)
 	}
-	wantArgs := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", "/out/coredns", "./cmd/coredns"}
+	// make image's flags (cmd/fleetdns-image), with the build arguments.
+	wantArgs := []string{"build", "-trimpath", "-ldflags", ociimage.LDFlags("${VERSION}", "${COMMIT}"), "-o", "/out/coredns", "./cmd/coredns"}
 	if fmt.Sprintf("%q", b.args) != fmt.Sprintf("%q", wantArgs) {
 		t.Errorf("Dockerfile go arguments = %q, want %q", b.args, wantArgs)
 	}
@@ -119,8 +121,10 @@ func TestDockerfileBuildsStaticBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(mk), `GOBUILD_FLAGS := -trimpath -ldflags "-s -w"`) {
-		t.Errorf("Makefile's GOBUILD_FLAGS are no longer the Dockerfile's -trimpath -ldflags \"-s -w\"")
+	mkText := strings.ReplaceAll(string(mk), "\\\n\t", "")
+	if !strings.Contains(mkText, `GOBUILD_FLAGS := -trimpath -ldflags "$(LDFLAGS)"`) ||
+		!strings.Contains(mkText, "LDFLAGS := "+ociimage.LDFlags("$(VERSION)", "$(COMMIT)")+"\n") {
+		t.Errorf("Makefile's GOBUILD_FLAGS/LDFLAGS are no longer -trimpath -ldflags %q", ociimage.LDFlags("$(VERSION)", "$(COMMIT)"))
 	}
 
 	out := dockerfileBinary(t)
@@ -148,10 +152,12 @@ func TestDockerfileBuildsStaticBinary(t *testing.T) {
 		t.Errorf("binary has a symbol table: -ldflags \"-s -w\" did not strip it")
 	}
 
-	// It runs: the version line, our plugins compiled in, and it serves.
+	// It runs: both version lines, our plugins compiled in, and it serves.
 	v, err := exec.Command(out, "-version").CombinedOutput()
-	if err != nil || !strings.Contains(string(v), "CoreDNS-1.15.0") {
-		t.Errorf("coredns -version: %v, %q; want CoreDNS-1.15.0", err, v)
+	for _, want := range []string{"CoreDNS-1.15.0\n", "fleetdns-" + dockerVersion + "\n", ", " + dockerCommit + "\n"} {
+		if err != nil || !strings.Contains(string(v), want) {
+			t.Errorf("coredns -version: %v, %q; want %q in it", err, v, want)
+		}
 	}
 	ip := harness.NewIP(t)
 	srv := startBinary(t, out, fmt.Sprintf(".:53 {\n    bind %s\n    whoami\n}\n", ip))
@@ -160,6 +166,12 @@ func TestDockerfileBuildsStaticBinary(t *testing.T) {
 		t.Fatalf("whoami through the Dockerfile's binary: rcode %s, extra %v", dns.RcodeToString[r.Rcode], r.Extra)
 	}
 }
+
+// The build arguments the test gives the Dockerfile's RUN line.
+const (
+	dockerVersion = "0.0.0-dockerfile"
+	dockerCommit  = "89abcdef0123456789abcdef0123456789abcdef"
+)
 
 var (
 	dockerOnce sync.Once
@@ -193,6 +205,7 @@ func dockerfileBinary(t *testing.T) string {
 			if args[i] == "-o" && i+1 < len(args) {
 				args[i+1] = out
 			}
+			args[i] = strings.NewReplacer("${VERSION}", dockerVersion, "${COMMIT}", dockerCommit).Replace(args[i])
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
@@ -213,80 +226,39 @@ func dockerfileBinary(t *testing.T) string {
 	return dockerBin
 }
 
-// TestNonRootBindsPort53WithFileCapability runs the Dockerfile's binary as
-// the image and the manifests run it: uid/gid 65532 (distroless nonroot),
-// every capability dropped from the bounding set but NET_BIND_SERVICE,
-// no_new_privs (allowPrivilegeEscalation: false). With the Dockerfile's
-// setcap it binds port 53 and answers; without it the bind is refused, so the
-// file capability is what makes the non-root image work.
-func TestNonRootBindsPort53WithFileCapability(t *testing.T) {
-	if os.Geteuid() != 0 {
-		harness.Missing(t, "root, to switch to uid 65532 as the container runtime does")
+// TestDockerfileImageShape: the Dockerfile's final stage is make image's
+// shape (internal/ociimage): a numeric user, so that a Pod with only
+// runAsNonRoot: true can verify it, and no file capability, which fails to
+// exec under capabilities drop ALL (test/image runs make image's image under
+// both securityContexts; port 53 comes from the pod sysctl).
+func TestDockerfileImageShape(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	setcap := harness.LookPath(t, "setcap")
-	setpriv := harness.LookPath(t, "setpriv")
-	built := dockerfileBinary(t)
-
-	run := func(t *testing.T, withCap bool) (*harness.Process, string) {
-		dir, err := os.MkdirTemp("", "fleetdns-nonroot-")
-		if err != nil {
-			t.Fatal(err)
+	var user, entry []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") {
+			continue
 		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
+		if strings.Contains(line, "setcap") {
+			t.Errorf("Dockerfile sets a file capability: %q", line)
 		}
-		bin := filepath.Join(dir, "coredns")
-		data, err := os.ReadFile(built)
-		if err != nil {
-			t.Fatal(err)
+		if strings.HasPrefix(line, "USER ") {
+			user = append(user, line)
 		}
-		if err := os.WriteFile(bin, data, 0o755); err != nil {
-			t.Fatal(err)
+		if strings.HasPrefix(line, "ENTRYPOINT ") {
+			entry = append(entry, line)
 		}
-		if withCap {
-			// The Dockerfile's command, on the same binary.
-			if o, err := exec.Command(setcap, "cap_net_bind_service=+ep", bin).CombinedOutput(); err != nil {
-				t.Fatalf("setcap: %v\n%s", err, o)
-			}
-		}
-		ip := harness.NewIP(t)
-		cf := filepath.Join(dir, "Corefile")
-		if err := os.WriteFile(cf, []byte(fmt.Sprintf(".:53 {\n    bind %s\n    whoami\n}\n", ip)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p := harness.StartProcess(t, "coredns-nonroot", setpriv, []string{
-			"--reuid=65532", "--regid=65532", "--clear-groups",
-			"--inh-caps=-all", "--bounding-set=-all,+net_bind_service", "--no-new-privs",
-			bin, "-conf", cf,
-		}, dir)
-		return p, ip + ":53"
 	}
-
-	t.Run("with setcap", func(t *testing.T) {
-		p, addr := run(t, true)
-		if err := waitDNS(p, addr, 30*time.Second); err != nil {
-			t.Fatalf("non-root coredns with cap_net_bind_service did not serve %s: %v\n%s", addr, err, p.Log())
-		}
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !regexp.MustCompile(`(?m)^Uid:\s+65532\s`).Match(st) {
-			t.Errorf("coredns does not run as uid 65532:\n%s", st)
-		}
-	})
-	t.Run("without setcap", func(t *testing.T) {
-		p, _ := run(t, false)
-		select {
-		case <-p.Exited():
-		case <-time.After(30 * time.Second):
-			t.Fatalf("non-root coredns without the file capability still runs:\n%s", p.Log())
-		}
-		if !strings.Contains(p.Log(), "permission denied") {
-			t.Errorf("want a bind permission error, log:\n%s", p.Log())
-		}
-	})
+	want := fmt.Sprintf("USER %d:%d", ociimage.UID, ociimage.GID)
+	if len(user) != 1 || user[0] != want {
+		t.Errorf("Dockerfile USER lines %q, want exactly %q", user, want)
+	}
+	if len(entry) != 1 || entry[0] != `ENTRYPOINT ["`+ociimage.Entrypoint+`"]` {
+		t.Errorf("Dockerfile ENTRYPOINT lines %q, want [%q]", entry, ociimage.Entrypoint)
+	}
 }
 
 // startBinary starts a given coredns binary (not the harness's) on corefile
