@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/caddy"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/internal/testkit"
@@ -306,5 +307,37 @@ func TestStrayDatagramKeepsPeerUp(t *testing.T) {
 	}
 	if got := addrs(ask(t, g, app, dns.TypeA)); !slices.Equal(got, []string{"10.0.1.1", "10.0.0.1"}) {
 		t.Errorf("got %v, want ours and the peer's", got)
+	}
+}
+
+// TestDiscoveryDenyWinsOverAllow: glue in a deny CIDR (the cluster's
+// service range) is refused even where allow names it; parse takes deny
+// inside peers_from_ns.
+func TestDiscoveryDenyWinsOverAllow(t *testing.T) {
+	names := map[string]string{
+		"gslb-ns-us." + zone: "10.96.0.10",
+		"gslb-ns-ap." + zone: "127.0.0.22",
+		"gslb-ns-sa." + zone: "127.96.0.1",
+	}
+	parent := parentOf(t, func() map[string]string { return names })
+	g, err := parse(caddy.NewTestController("dns", `gslb `+zone+` {
+    geotag eu
+    peers_from_ns `+parent.addr+` {
+        allow 127.0.0.0/8
+        deny 10.96.0.0/12 127.96.0.0/16
+    }
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := g.discover(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(mapKeys(d.peers)); !slices.Equal(got, []string{"ap"}) {
+		t.Errorf("peers %v, want only ap (allowed, not denied)", got)
+	}
+	if slices.Sort(d.refused); !slices.Equal(d.refused, []string{"10.96.0.10", "127.96.0.1"}) {
+		t.Errorf("refused %v, want the two denied addresses", d.refused)
 	}
 }

@@ -88,6 +88,10 @@ type discovery struct {
 	// allow are the glue addresses taken although they are loopback,
 	// link-local, unspecified or multicast.
 	allow []netip.Prefix
+	// deny are glue addresses refused whatever allow says: the ranges of
+	// this cluster's own services (its service CIDR), which no address
+	// check can know.
+	deny []netip.Prefix
 
 	attempted atomic.Bool
 }
@@ -108,9 +112,15 @@ type delegation struct {
 
 // glueAllowed refuses addresses that reach this host or its link (the cloud
 // metadata service at 169.254.169.254) rather than another cluster, unless
-// an allow CIDR or a static peer names them.
+// an allow CIDR or a static peer names them, and addresses a deny CIDR
+// names.
 func (g *GSLB) glueAllowed(a netip.Addr) bool {
 	a = a.Unmap()
+	for _, p := range g.disc.deny {
+		if p.Contains(a) {
+			return false
+		}
+	}
 	if !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsLinkLocalMulticast() && !a.IsUnspecified() && !a.IsMulticast() {
 		return true
 	}
@@ -310,7 +320,7 @@ func (g *GSLB) runDiscovery(ctx context.Context) {
 			}
 			ignored = d.ignored
 			if len(d.refused) > 0 && !slices.Equal(refused, d.refused) {
-				log.Warningf("The parent's delegation of %s gives %d glue addresses of this host or its link, refused (peers_from_ns allow takes them): %v", g.zone, len(d.refused), d.refused)
+				log.Warningf("The parent's delegation of %s gives %d glue addresses of this host or its link, refused (peers_from_ns allow takes them, unless deny names them): %v", g.zone, len(d.refused), d.refused)
 			}
 			refused = d.refused
 			if last == nil || !maps.EqualFunc(last, d.peers, slices.Equal) {

@@ -137,6 +137,12 @@ func parse(c *caddy.Controller) (*GSLB, error) {
 							return nil, err
 						}
 						g.disc.allow = append(g.disc.allow, p...)
+					case "deny":
+						p, err := corefile.Prefixes(c)
+						if err != nil {
+							return nil, err
+						}
+						g.disc.deny = append(g.disc.deny, p...)
 					case "port":
 						args := corefile.Args(c)
 						if len(args) != 1 {
