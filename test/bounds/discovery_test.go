@@ -18,14 +18,22 @@ import (
 // folder: the delegation of the GSLB zone and its glue.
 type parentZone struct {
 	*harness.CoreDNS
-	dir string
+	dir         string
+	zone, child string // the parent zone and the delegated zone
 }
 
 func startParent(t *testing.T, delegation map[string]string) *parentZone {
 	t.Helper()
-	p := &parentZone{dir: t.TempDir()}
+	return startParentAt(t, harness.NewIP(t), zone, delegation)
+}
+
+// startParentAt serves the parent of child (its zone less the first label)
+// on ip.
+func startParentAt(t *testing.T, ip, child string, delegation map[string]string) *parentZone {
+	t.Helper()
+	_, par, _ := strings.Cut(child, ".")
+	p := &parentZone{dir: t.TempDir(), zone: par, child: child}
 	p.set(t, delegation)
-	ip := harness.NewIP(t)
 	p.CoreDNS = harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
     k8scrd %s {
@@ -33,13 +41,14 @@ func startParent(t *testing.T, delegation map[string]string) *parentZone {
     }
     errors
 }
-`, parent, ip, parent, p.dir), harness.WithProbe("www."+parent, dns.TypeA))
+`, par, ip, par, p.dir), harness.WithProbe("www."+par, dns.TypeA))
 	return p
 }
 
 // set rewrites the delegation: name server name -> glue address.
 func (p *parentZone) set(t *testing.T, delegation map[string]string) {
 	t.Helper()
+	parent, zone := p.zone, p.child
 	var ns []string
 	eps := []testkit.Endpoint{{DNSName: "www." + parent, RecordType: "A", TTL: 60, Targets: []string{"127.0.0.1"}}}
 	for _, n := range slices.Sorted(func(yield func(string) bool) {
