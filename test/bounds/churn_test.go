@@ -1,6 +1,7 @@
 package bounds_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -74,7 +75,8 @@ func TestHeapAfterCreatesAndDeletes(t *testing.T) {
 	}
 	base := records()
 	ri := k.Dynamic().Resource(dnsEndpoints).Namespace(ns)
-	ctx := harness.Context(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
 
 	// round creates per objects (8 at a time), waits until all are served,
 	// deletes them all and waits until none is.
