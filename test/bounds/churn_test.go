@@ -78,10 +78,10 @@ func TestHeapAfterCreatesAndDeletes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
-	// round creates per objects (8 at a time), waits until all are served,
-	// deletes them all and waits until none is.
-	round := func(r int) time.Duration {
-		start := time.Now()
+	// round creates per objects, waits until all are served, deletes them
+	// all and waits until none is.
+	// each runs do(i) for i in [0, per), 8 at a time.
+	each := func(do func(i int) error) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
 		for w := range 8 {
@@ -89,10 +89,7 @@ func TestHeapAfterCreatesAndDeletes(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := w; i < per; i += 8 {
-					name := fmt.Sprintf("r%d-n%d", r, i)
-					obj := harness.DNSEndpointObject(ns, name, nil, testkit.Endpoint{DNSName: name + "." + apps, RecordType: "A",
-						Targets: []string{fmt.Sprintf("127.50.%d.%d", i/250, 1+i%250)}})
-					if _, err := k.TryCreate(ctx, obj); err != nil {
+					if err := do(i); err != nil {
 						select {
 						case errs <- err:
 						default:
@@ -108,13 +105,20 @@ func TestHeapAfterCreatesAndDeletes(t *testing.T) {
 			t.Fatal(err)
 		default:
 		}
+	}
+	round := func(r int) time.Duration {
+		start := time.Now()
+		each(func(i int) error {
+			name := fmt.Sprintf("r%d-n%d", r, i)
+			_, err := k.TryCreate(ctx, harness.DNSEndpointObject(ns, name, nil, testkit.Endpoint{DNSName: name + "." + apps, RecordType: "A",
+				Targets: []string{fmt.Sprintf("127.50.%d.%d", i/250, 1+i%250)}}))
+			return err
+		})
 		testkit.Eventually(t, 60*time.Second, "all served", func() (bool, string) {
 			v := records()
 			return v >= base+float64(per), fmt.Sprintf("round %d: %v records, want %v", r, v, base+float64(per))
 		})
-		if err := ri.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		each(func(i int) error { return ri.Delete(ctx, fmt.Sprintf("r%d-n%d", r, i), metav1.DeleteOptions{}) })
 		testkit.Eventually(t, 60*time.Second, "all gone", func() (bool, string) {
 			v := records()
 			return v == base, fmt.Sprintf("round %d: %v records after the deletes, want %v", r, v, base)
