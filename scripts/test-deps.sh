@@ -5,12 +5,15 @@
 #     (and setcap, unshare, setpriv for test/deploy)
 #   - kube-apiserver, kubectl and etcd, built from the Go module proxy
 #     (no download sites are reachable here, so no release tarballs).
+#   - helm (test/chart), built from the Go module proxy likewise, and linked
+#     beside kubectl.
 # Prints the folder holding the Kubernetes binaries on its last line.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 STAGING_VERSION=${STAGING_VERSION:-v0.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.7.0}
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
 CACHE=${FLEETDNS_CACHE:-/var/cache/fleetdns}
 BIN="$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin"
 
@@ -48,6 +51,17 @@ PROMETHEUS_OPERATOR_VERSION=${PROMETHEUS_OPERATOR_VERSION:-v0.94.0}
 (cd / && GOFLAGS= GOTOOLCHAIN=local go mod download "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" >&2)
 
 mkdir -p "$BIN"
+# helm: `go install pkg@version` builds it against its own go.mod (no
+# replace directives in helm's), in a folder of its own per version.
+HELM="$CACHE/helm-$HELM_VERSION/helm"
+if [ ! -x "$HELM" ]; then
+  log "building helm $HELM_VERSION (cold: about 3 minutes)"
+  mkdir -p "$CACHE/helm-$HELM_VERSION"
+  GOBIN="$CACHE/helm-$HELM_VERSION" GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 \
+    go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+fi
+ln -sfn "$HELM" "$BIN/helm"
+
 if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ] && [ -x "$BIN/etcd" ]; then
   log "cached: $BIN"
   echo "$BIN"
