@@ -71,6 +71,20 @@ annotations:
 {{- end }}
 {{- end -}}
 
+{{/*
+The stock-named objects of kube-system (Deployment, Service, ServiceAccount,
+system:coredns) outlive `helm uninstall`: the cluster DNS must not go with
+the release. Their annotations, with customAnnotations.
+*/}}
+{{- define "fleetdns.stockAnnotations" -}}
+{{- $a := merge (dict) .Values.customAnnotations -}}
+{{- if include "fleetdns.kubeSystem" . }}{{ $_ := set $a "helm.sh/resource-policy" "keep" }}{{ end -}}
+{{- with $a }}
+annotations:
+{{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
 {{- define "fleetdns.serviceAccountName" -}}
 {{- if .Values.serviceAccount.name -}}
 {{ .Values.serviceAccount.name }}
