@@ -52,13 +52,22 @@ PROMETHEUS_OPERATOR_VERSION=${PROMETHEUS_OPERATOR_VERSION:-v0.94.0}
 
 mkdir -p "$BIN"
 # helm: `go install pkg@version` builds it against its own go.mod (no
-# replace directives in helm's), in a folder of its own per version.
+# replace directives in helm's), in a folder of its own per version, with
+# the ldflags of helm's Makefile: its version, and the Kubernetes version
+# (its client-go's) that `helm template` and `helm lint` assume.
 HELM="$CACHE/helm-$HELM_VERSION/helm"
 if [ ! -x "$HELM" ]; then
-  log "building helm $HELM_VERSION (cold: about 3 minutes)"
+  log "building helm $HELM_VERSION (cold: about 4 minutes of CPU)"
   mkdir -p "$CACHE/helm-$HELM_VERSION"
-  GOBIN="$CACHE/helm-$HELM_VERSION" GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 \
-    go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+  export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+  helm_mod=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  k8s_minor=$(sed -n 's/^[[:space:]]*k8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$helm_mod")
+  [ -n "$k8s_minor" ] || { log "no k8s.io/client-go in $helm_mod"; exit 1; }
+  GOBIN="$CACHE/helm-$HELM_VERSION" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w \
+    -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION \
+    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$k8s_minor \
+    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$k8s_minor" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
 fi
 ln -sfn "$HELM" "$BIN/helm"
 

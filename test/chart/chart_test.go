@@ -203,7 +203,7 @@ func TestConfigMapNameFollowsCorefile(t *testing.T) {
 	if other := name("--set", "replicaCount=3", "--set", "image.tag=0.1.1"); other != base {
 		t.Errorf("replicaCount and image changed the ConfigMap name: %q -> %q", base, other)
 	}
-	changed := name("--set", "kubeSystem.servers[0].plugins[4].parameters=apps.internal corp.internal")
+	changed := name(withPlugin(t, "kubeSystem", "k8scrd", "parameters", "apps.internal corp.internal")...)
 	if changed == base {
 		t.Errorf("a new k8scrd zone kept ConfigMap %q", base)
 	}
@@ -212,7 +212,8 @@ func TestConfigMapNameFollowsCorefile(t *testing.T) {
 
 // TestRBACFollowsCorefile: the rules are what the k8scrd block reads.
 func TestRBACFollowsCorefile(t *testing.T) {
-	objs := render(t, "fleetdns", "fleetdns", "--set", "mode=gslb")
+	objs := render(t, "fleetdns", "fleetdns", append([]string{"--set", "mode=gslb"},
+		withPlugin(t, "gslb", "k8scrd", "configBlock", "resources DNSEndpoint Ingress Service HTTPRoute GRPCRoute TLSRoute  # every kind\nnamespaces fleetdns\ntenancy strict")...)...)
 	want := "/services:get,list,watch; discovery.k8s.io/endpointslices:get,list,watch; externaldns.k8s.io/dnsendpoints:get,list,watch; " +
 		"gateway.networking.k8s.io/gateways,httproutes,grpcroutes,tlsroutes:get,list,watch; networking.k8s.io/ingresses:get,list,watch; /events:create"
 	if got := rulesOf(t, mustFind(t, objs, "ClusterRole", "fleetdns:fleetdns-gslb")); got != want {
@@ -227,8 +228,8 @@ func TestRBACFollowsCorefile(t *testing.T) {
 	}
 
 	// DNSEndpoints only, in two namespaces: no cluster-scoped reads.
-	objs = render(t, "fleetdns", "fleetdns", "--set", "mode=gslb",
-		"--set", "gslb.servers[0].plugins[9].configBlock=namespaces fleetdns shop\ntenancy strict")
+	objs = render(t, "fleetdns", "fleetdns", append([]string{"--set", "mode=gslb"},
+		withPlugin(t, "gslb", "k8scrd", "configBlock", "namespaces fleetdns shop\ntenancy strict")...)...)
 	if got := rulesOf(t, mustFind(t, objs, "ClusterRole", "fleetdns:fleetdns-gslb")); got != "externaldns.k8s.io/dnsendpoints:get,list,watch; /events:create" {
 		t.Errorf("DNSEndpoint only: %s", got)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetdns/fleetdns/test/harness"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 // helmBin is $FLEETDNS_HELM, else the helm that scripts/test-deps.sh links
@@ -133,4 +134,39 @@ func str(o *unstructured.Unstructured, path ...string) string {
 		b, _ := json.Marshal(v)
 		return string(b)
 	}
+}
+
+// withPlugin writes a values file whose `key` servers (kubeSystem.servers or
+// gslb.servers, copied from values.yaml: helm replaces lists whole, so
+// --set cannot change one plugin) have plugin `name`'s field set to value,
+// and returns the flags that pass it.
+func withPlugin(t *testing.T, key, name, field, value string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "charts/fleetdns/values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(b, &vals); err != nil {
+		t.Fatal(err)
+	}
+	servers := vals[key].(map[string]any)["servers"].([]any)
+	found := false
+	for _, p := range servers[0].(map[string]any)["plugins"].([]any) {
+		if m := p.(map[string]any); m["name"] == name {
+			m[field], found = value, true
+		}
+	}
+	if !found {
+		t.Fatalf("values.yaml %s.servers has no plugin %s", key, name)
+	}
+	out, err := yaml.Marshal(map[string]any{key: map[string]any{"servers": servers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"-f", f}
 }

@@ -111,8 +111,8 @@ func TestKubeSystemTakeoverWithHelm(t *testing.T) {
 	})
 
 	t.Run("upgrade with a new Corefile", func(t *testing.T) {
-		mustHelm(t, "upgrade", "fleetdns", "charts/fleetdns", "-n", "kube-system", kc,
-			"--set", "kubeSystem.servers[0].plugins[4].parameters=apps.internal corp.internal")
+		mustHelm(t, append([]string{"upgrade", "fleetdns", "charts/fleetdns", "-n", "kube-system", kc},
+			withPlugin(t, "kubeSystem", "k8scrd", "parameters", "apps.internal corp.internal")...)...)
 		second := get("deploy", "coredns", "-o", "jsonpath={.spec.template.spec.volumes[0].configMap.name}")
 		if second == first || !strings.HasPrefix(second, "coredns-") {
 			t.Fatalf("after a Corefile change the Deployment mounts %q (before: %q)", second, first)

@@ -140,7 +140,7 @@ kustomize's configMapGenerator), so that every Corefile is a ConfigMap of its
 own and each ReplicaSet keeps the one its pods ran.
 */}}
 {{- define "fleetdns.configMapName" -}}
-{{- printf "%s-%s" (include "fleetdns.fullname" .) (include "fleetdns.corefile" . | sha256sum | trunc 10) -}}
+{{- printf "%s-%s" (include "fleetdns.fullname" .) (include "fleetdns.corefile" . | trim | sha256sum | trunc 10) -}}
 {{- end -}}
 
 {{/*
