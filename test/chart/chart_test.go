@@ -55,7 +55,9 @@ func TestKubeSystemShape(t *testing.T) {
 	}
 	c := container(t, d)
 	for path, want := range map[string]string{
-		"securityContext.capabilities":             `{"drop":["ALL"]}`, // nothing added: port 53 through the sysctl
+		// Nothing added (port 53 through the sysctl), and add: [] explicit,
+		// so that a takeover does not keep stock CoreDNS's NET_BIND_SERVICE.
+		"securityContext.capabilities":             `{"add":[],"drop":["ALL"]}`,
 		"securityContext.readOnlyRootFilesystem":   "true",
 		"securityContext.allowPrivilegeEscalation": "false",
 		"securityContext.runAsNonRoot":             "true",

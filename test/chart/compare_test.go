@@ -274,24 +274,14 @@ func envFromToEnv(t *testing.T, objs []*unstructured.Unstructured, d *unstructur
 }
 
 // defaulted is the object as the API server would store it (server-side
-// dry run in namespace compare, under one name), without metadata, labels,
-// the ConfigMap's name and the allocated cluster IPs.
+// dry run in namespace compare, under one name), without metadata (labels,
+// annotations), the pod template's labels, the ConfigMap's name and the
+// allocated cluster IPs. The selectors stay.
 func defaulted(t *testing.T, k *harness.Kube, o *unstructured.Unstructured) map[string]any {
 	t.Helper()
 	o = o.DeepCopy()
 	o.SetNamespace("compare")
 	o.SetName("compare")
-	o.SetLabels(nil)
-	o.SetAnnotations(nil)
-	unstructured.RemoveNestedField(o.Object, "spec", "template", "metadata", "labels")
-	if vs, ok, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes"); ok {
-		for _, v := range vs {
-			if m := v.(map[string]any); m["name"] == "config-volume" {
-				m["configMap"].(map[string]any)["name"] = "COREFILE"
-			}
-		}
-		_ = unstructured.SetNestedSlice(o.Object, vs, "spec", "template", "spec", "volumes")
-	}
 	out, err := k.KubectlStdin(harness.EncodeYAML(t, o), "apply", "--server-side", "--dry-run=server", "--field-manager=compare", "-o", "json", "-f", "-")
 	if err != nil {
 		t.Fatalf("dry-run %s: %v\n%s", o.GetKind(), err, out)
@@ -300,11 +290,25 @@ func defaulted(t *testing.T, k *harness.Kube, o *unstructured.Unstructured) map[
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatalf("dry-run %s: %v\n%s", o.GetKind(), err, out)
 	}
+	return normalize(m)
+}
+
+// normalize strips what defaulted's comparison leaves out.
+func normalize(m map[string]any) map[string]any {
 	delete(m, "metadata")
 	delete(m, "status")
+	unstructured.RemoveNestedField(m, "spec", "template", "metadata", "labels")
 	if spec, ok := m["spec"].(map[string]any); ok {
 		delete(spec, "clusterIP")
 		delete(spec, "clusterIPs")
+	}
+	if vs, ok, _ := unstructured.NestedSlice(m, "spec", "template", "spec", "volumes"); ok {
+		for _, v := range vs {
+			if v := v.(map[string]any); v["name"] == "config-volume" {
+				v["configMap"].(map[string]any)["name"] = "COREFILE"
+			}
+		}
+		_ = unstructured.SetNestedSlice(m, vs, "spec", "template", "spec", "volumes")
 	}
 	return m
 }

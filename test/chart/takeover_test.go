@@ -1,8 +1,8 @@
 package chart
 
 import (
+	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,8 +17,7 @@ import (
 // grant surviving kubeadm's re-creation of system:coredns.
 func TestKubeSystemTakeoverWithHelm(t *testing.T) {
 	k := harness.SharedKube(t)
-	root := harness.ModuleRoot(t)
-	stock, err := os.ReadFile(filepath.Join(root, "test/deploy/testdata/stock-coredns.yaml"))
+	stock, err := os.ReadFile("testdata/stock-coredns.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +56,24 @@ func TestKubeSystemTakeoverWithHelm(t *testing.T) {
 			t.Errorf("Deployment coredns %s = %s, want %s", jp, got, want)
 		}
 	}
-	// A 3-way merge keeps what kubeadm set and the chart does not; the pod
-	// template must not keep stock CoreDNS's NET_BIND_SERVICE or volumes.
-	if got := get("deploy", "coredns", "-o", "jsonpath={.spec.template.spec.volumes[*].name}"); got != "config-volume kube-dns-config" {
-		t.Errorf("volumes after the takeover: %s", got)
+	// Helm's 3-way merge keeps the live fields that the chart does not
+	// name: the Deployment and Service must be exactly the rendered ones
+	// (as the API server defaults them), with nothing of stock CoreDNS's
+	// left (its NET_BIND_SERVICE, its pod anti-affinity).
+	rendered := render(t, "fleetdns", "kube-system")
+	k.EnsureNamespace(t, "compare")
+	for _, kind := range []string{"Deployment", "Service"} {
+		want := defaulted(t, k, mustFind(t, rendered, kind, ""))
+		o := mustFind(t, rendered, kind, "")
+		var live map[string]any
+		if err := json.Unmarshal([]byte(get(strings.ToLower(kind), o.GetName(), "-o", "json")), &live); err != nil {
+			t.Fatal(err)
+		}
+		var diffs []string
+		diff(kind, normalize(live), want, &diffs)
+		for _, d := range diffs {
+			t.Errorf("after helm install --take-ownership, differs from the chart: %s", d)
+		}
 	}
 	if ip := get("svc", "kube-dns", "-o", "jsonpath={.spec.clusterIP}"); ip != "10.96.0.10" {
 		t.Errorf("kube-dns clusterIP %q after the takeover, want the stock 10.96.0.10", ip)
@@ -100,7 +113,7 @@ func TestKubeSystemTakeoverWithHelm(t *testing.T) {
 		k.Kubectl(t, "delete", "clusterrole", "system:coredns")
 		var cr string
 		for _, doc := range strings.Split(string(stock), "\n---\n") {
-			if strings.Contains(doc, "kind: ClusterRole\n") {
+			if strings.Contains("\n"+doc, "\nkind: ClusterRole\n") {
 				cr = doc
 			}
 		}
