@@ -263,12 +263,14 @@ func TestRBACFollowsCorefile(t *testing.T) {
 }
 
 // TestRenderedObjectsApply applies each shape's objects server-side to the
-// API server, as helm would create them (a ServiceMonitor needs the
-// prometheus-operator CRDs, which this API server lacks: rendered above,
-// not applied).
+// API server, as helm would create them, and the ServiceMonitor against the
+// prometheus-operator's CRD.
 func TestRenderedObjectsApply(t *testing.T) {
 	k := harness.SharedKube(t)
-	for _, s := range shapes[1:] { // kube-system: TestKubeSystemTakeoverWithHelm installs it
+	installServiceMonitorCRD(t, k)
+	monitored := shape{"gslb with a ServiceMonitor", "fleetdns-monitored", []string{"--set", "mode=gslb", "--set", "prometheus.monitor.enabled=true",
+		"--set", "prometheus.monitor.interval=30s", "--set", "prometheus.monitor.honorLabels=true"}}
+	for _, s := range append(shapes[1:], monitored) { // kube-system: TestKubeSystemTakeoverWithHelm installs it
 		t.Run(s.name, func(t *testing.T) {
 			objs := render(t, "fleetdns", s.namespace, s.args...)
 			k.EnsureNamespace(t, s.namespace)
@@ -283,6 +285,9 @@ func TestRenderedObjectsApply(t *testing.T) {
 			}
 			if n := strings.Count(out, "serverside-applied"); n != len(objs) {
 				t.Fatalf("%d of %d objects applied:\n%s", n, len(objs), out)
+			}
+			if want := slices.Contains(s.args, "prometheus.monitor.enabled=true"); want != strings.Contains(out, "servicemonitor.monitoring.coreos.com/") {
+				t.Errorf("ServiceMonitor applied: %v, want %v:\n%s", !want, want, out)
 			}
 		})
 	}
