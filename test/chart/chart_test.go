@@ -2,6 +2,8 @@ package chart
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -185,6 +187,48 @@ func TestGSLBAndK8gbShapes(t *testing.T) {
 			t.Errorf("ClusterRole rules %s", got)
 		}
 	})
+}
+
+// TestServersAsValues: the Corefile, ports and RBAC of servers set by the
+// user, in the CoreDNS chart's format.
+func TestServersAsValues(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "servers.yaml")
+	if err := os.WriteFile(f, []byte(`mode: gslb
+servers:
+  - zones: [{zone: a.example.}, {zone: b.example., use_tcp: true}]
+    port: 53
+    plugins:
+      - {name: errors}
+      - name: k8scrd
+        parameters: a.example. b.example.
+        configBlock: |-
+          namespaces team-a   # the team's own
+  - zones: [{zone: c.example., scheme: tls://}]
+    port: 853
+    plugins: [{name: prometheus, parameters: 0.0.0.0:9253}, {name: k8scrd, parameters: c.example.}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, "dns", "dns", "-f", f)
+	cf, _, _ := unstructured.NestedString(mustFind(t, objs, "ConfigMap", "").Object, "data", "Corefile")
+	if want := "a.example.:53 b.example.:53 {\n    errors\n    k8scrd a.example. b.example. {\n        namespaces team-a   # the team's own\n    }\n}\ntls://c.example.:853 {\n    prometheus 0.0.0.0:9253\n    k8scrd c.example.\n}\n"; cf != want {
+		t.Errorf("Corefile:\n%s\nwant:\n%s", cf, want)
+	}
+	// TLS is TCP only; the metrics port is the prometheus plugin's.
+	if got := str(mustFind(t, objs, "Service", "dns-fleetdns-gslb"), "spec", "ports"); got != `[{"name":"dns","port":53,"protocol":"UDP","targetPort":53},{"name":"dns-tcp","port":53,"protocol":"TCP","targetPort":53},{"name":"dns-tcp-853","port":853,"protocol":"TCP","targetPort":853}]` {
+		t.Errorf("Service ports %s", got)
+	}
+	if got := str(container(t, mustFind(t, objs, "Deployment", "")), "ports"); !strings.HasSuffix(got, `{"containerPort":9253,"name":"metrics","protocol":"TCP"}]`) {
+		t.Errorf("container ports %s", got)
+	}
+	// One k8scrd reads team-a, the other every namespace: the grant is
+	// cluster-wide, and no RoleBinding is needed beside it.
+	if find(objs, "ClusterRoleBinding", "fleetdns:dns-fleetdns-gslb") == nil {
+		t.Errorf("a k8scrd without namespaces needs a ClusterRoleBinding; have %v", kindsOf(objs))
+	}
+	if rb := find(objs, "RoleBinding", ""); rb != nil {
+		t.Errorf("RoleBinding %s/%s beside the cluster-wide grant", rb.GetNamespace(), rb.GetName())
+	}
 }
 
 // TestConfigMapNameFollowsCorefile: a new Corefile is a new ConfigMap (and

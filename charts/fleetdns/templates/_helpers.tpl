@@ -168,7 +168,11 @@ kinds (resources; default DNSEndpoint).
 {{- dict "any" $any "namespaces" ($nss | uniq | sortAlpha) "kinds" ($kinds | uniq) | toJson -}}
 {{- end -}}
 
-{{/* The ports of the servers: [{port, servicePort, udp, tcp}], as JSON. */}}
+{{/*
+The ports of the servers: [{port, servicePort, udp, tcp, nodePort}], as
+JSON. UDP for dns:// (the default), TCP with use_tcp and for tls://,
+grpc:// and https://, as the CoreDNS chart.
+*/}}
 {{- define "fleetdns.dnsPorts" -}}
 {{- $seen := dict -}}
 {{- $out := list -}}
@@ -177,8 +181,13 @@ kinds (resources; default DNSEndpoint).
 {{- if not (hasKey $seen $p) }}
 {{- $_ := set $seen $p true -}}
 {{- $tcp := false -}}
-{{- range .zones }}{{ if or .use_tcp (has (default "" .scheme) (list "tls://" "grpc://" "https://")) }}{{ $tcp = true }}{{ end }}{{ end -}}
-{{- $out = append $out (dict "port" (int $p) "servicePort" (int (default $p .servicePort)) "tcp" $tcp "nodePort" (default 0 .nodePort)) -}}
+{{- $udp := false -}}
+{{- range (default (list (dict)) .zones) }}
+{{- $scheme := default "" .scheme -}}
+{{- if has $scheme (list "" "dns://") }}{{ $udp = true }}{{ if .use_tcp }}{{ $tcp = true }}{{ end }}{{ end -}}
+{{- if has $scheme (list "tls://" "grpc://" "https://") }}{{ $tcp = true }}{{ end -}}
+{{- end -}}
+{{- $out = append $out (dict "port" (int $p) "servicePort" (int (default $p .servicePort)) "udp" $udp "tcp" $tcp "nodePort" (default 0 .nodePort)) -}}
 {{- end }}
 {{- end }}
 {{- toJson $out -}}
