@@ -59,15 +59,15 @@ HELM="$CACHE/helm-$HELM_VERSION/helm"
 if [ ! -x "$HELM" ]; then
   log "building helm $HELM_VERSION (cold: about 4 minutes of CPU)"
   mkdir -p "$CACHE/helm-$HELM_VERSION"
-  export GOFLAGS=-mod=mod GOTOOLCHAIN=local
-  helm_mod=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  # Outside the fleetdns module, so that its go.mod and go.sum stay as they are.
+  helm_mod=$(cd / && GOFLAGS= GOTOOLCHAIN=local go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
   k8s_minor=$(sed -n 's/^[[:space:]]*k8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$helm_mod")
   [ -n "$k8s_minor" ] || { log "no k8s.io/client-go in $helm_mod"; exit 1; }
-  GOBIN="$CACHE/helm-$HELM_VERSION" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w \
+  (cd / && GOBIN="$CACHE/helm-$HELM_VERSION" GOFLAGS= GOTOOLCHAIN=local CGO_ENABLED=0 go install -trimpath -ldflags "-s -w \
     -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION \
     -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$k8s_minor \
     -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$k8s_minor" \
-    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2)
 fi
 ln -sfn "$HELM" "$BIN/helm"
 
