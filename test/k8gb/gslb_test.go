@@ -27,11 +27,14 @@ const (
 	propagation = 10 * time.Second
 )
 
-// site is one cluster: its API server, its coredns (gslb, localtargets,
-// k8scrd resources Gslb) and its load balancer address (a loopback
-// address: a target in answers, never contacted).
+// site is one cluster: its namespace of the package's API server (its
+// coredns reads only that one: a store of its own, as a cluster of its own
+// would have), its coredns (gslb, localtargets, k8scrd resources Gslb) and
+// its load balancer address (a loopback address: a target in answers, never
+// contacted).
 type site struct {
 	tag string
+	ns  string
 	k   *harness.Kube
 	ip  string // coredns's address
 	lb  string // the Ingress's and Service's status address
@@ -64,18 +67,20 @@ func (s *site) corefile(kubeconfig string, peers map[string]string) string {
     }
     k8scrd %[1]s {
         kubeconfig %[5]s
+        namespaces %[6]s
         resources Gslb
     }
     errors
 }
-`, zone, s.ip, s.tag, p.String(), kubeconfig)
+`, zone, s.ip, s.tag, p.String(), kubeconfig, s.ns)
 }
 
-// world holds the objects every Gslb test reads in one namespace of a site:
+// world holds the objects every Gslb test reads in the site's namespace:
 // Service app with a ready EndpointSlice, Ingress shop routing
 // shop.<zone> to it, and LoadBalancer Service lb, both at the site's lb.
-func (s *site) world(t *testing.T, ns string) {
+func (s *site) world(t *testing.T) {
 	t.Helper()
+	ns := s.ns
 	cs := s.k.Clientset()
 	ctx := harness.Context(t)
 	s.k.EnsureNamespace(t, ns)
@@ -185,30 +190,35 @@ func expect(t *testing.T, addr, name, want string, opts ...harness.QueryOption) 
 	})
 }
 
-// twoSites starts eu (the package's API server) and us (one of its own),
-// each with the world in namespace ns and a coredns peering with the other.
-func twoSites(t *testing.T, ns string) (eu, us *site) {
+// twoSites starts eu and us, each in a namespace of its own (prefix-eu,
+// prefix-us) of the package's API server, with the world there and a
+// coredns that reads only that namespace and peers with the other. Two
+// namespaces read by two processes are two independent stores, as two
+// clusters' API servers would be; a second API server would cost half a
+// minute of the package's run.
+func twoSites(t *testing.T, prefix string) (eu, us *site) {
 	t.Helper()
-	eu = &site{tag: "eu", k: harness.SharedKube(t), ip: harness.NewIP(t), lb: harness.NewIP(t)}
-	us = &site{tag: "us", k: harness.StartKube(t), ip: harness.NewIP(t), lb: harness.NewIP(t)}
+	k := harness.SharedKube(t)
+	installGslbCRDs(t, k)
+	eu = &site{tag: "eu", ns: prefix + "-eu", k: k, ip: harness.NewIP(t), lb: harness.NewIP(t)}
+	us = &site{tag: "us", ns: prefix + "-us", k: k, ip: harness.NewIP(t), lb: harness.NewIP(t)}
 	for _, s := range []*site{eu, us} {
-		installGslbCRDs(t, s.k)
-		s.world(t, ns)
+		s.world(t)
 	}
 	eu.dns = harness.StartCoreDNS(t, eu.corefile(eu.k.Kubeconfig, map[string]string{"us": us.ip}))
 	us.dns = harness.StartCoreDNS(t, us.corefile(us.k.Kubeconfig, map[string]string{"eu": eu.ip}))
 	return eu, us
 }
 
-// Gslbs over an Ingress and a Service, in two clusters with their own API
-// servers: failover, roundRobin, geoip and weighted answers; the primary's
-// endpoints become unready and recover.
+// Gslbs over an Ingress and a Service, in two clusters with stores of
+// their own: failover, roundRobin, geoip and weighted answers; the
+// primary's endpoints become unready and recover.
 func TestGslbStrategiesAcrossTwoClusters(t *testing.T) {
-	ns := "shop"
-	eu, us := twoSites(t, ns)
+	eu, us := twoSites(t, "shop")
 	both := join(eu.lb, us.lb)
 	host := func(h string) string { return h + "." + zone }
 	for _, s := range []*site{eu, us} {
+		ns := s.ns
 		s.gslb(t, ns, "shop", "", "  resourceRef: {apiVersion: networking.k8s.io/v1, kind: Ingress, name: shop}\n  strategy: {type: failover, primaryGeoTag: eu, dnsTtlSeconds: 5}\n")
 		s.gslb(t, ns, "rr", `k8gb.io/hostname: rr.`+strings.TrimSuffix(zone, "."), "  resourceRef: {apiVersion: v1, kind: Service, matchLabels: {app: lb}}\n  strategy: {type: roundRobin}\n")
 		s.gslb(t, ns, "geo", `k8gb.io/hostname: geo.`+strings.TrimSuffix(zone, "."), "  resourceRef: {apiVersion: v1, kind: Service, name: lb}\n  strategy: {type: geoip}\n")
@@ -226,14 +236,14 @@ func TestGslbStrategiesAcrossTwoClusters(t *testing.T) {
 	t.Logf("every answer right %v after the Gslbs were written", time.Since(start).Round(time.Millisecond))
 
 	// The primary's backend loses its endpoints: both clusters fail over.
-	eu.slice(t, ns, "app", false)
+	eu.slice(t, eu.ns, "app", false)
 	start = time.Now()
 	for _, s := range []*site{eu, us} {
 		expect(t, s.ip, host("shop"), us.lb)
 	}
 	expect(t, eu.ip, "localtargets-shop."+zone, "NODATA")
 	t.Logf("failover %v after the primary's EndpointSlice became unready", time.Since(start).Round(time.Millisecond))
-	eu.slice(t, ns, "app", true)
+	eu.slice(t, eu.ns, "app", true)
 	start = time.Now()
 	for _, s := range []*site{eu, us} {
 		expect(t, s.ip, host("shop"), eu.lb)
@@ -265,9 +275,9 @@ var gslbReaderRules = []rbacv1.PolicyRule{
 // beats the live source.
 func TestGslbAgreesWithK8gbPeer(t *testing.T) {
 	ns := "agree"
-	eu := &site{tag: "eu", k: harness.SharedKube(t), ip: harness.NewIP(t), lb: harness.NewIP(t)}
+	eu := &site{tag: "eu", ns: ns, k: harness.SharedKube(t), ip: harness.NewIP(t), lb: harness.NewIP(t)}
 	installGslbCRDs(t, eu.k)
-	eu.world(t, ns)
+	eu.world(t)
 	k8gbIP, k8gbLB, frozen := harness.NewIP(t), harness.NewIP(t), harness.NewIP(t)
 	for _, g := range []struct{ name, strategy string }{
 		{"kshop", "{type: roundRobin}"},
