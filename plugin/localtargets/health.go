@@ -378,10 +378,13 @@ func (c *checker) rescan() {
 	for _, zone := range c.zones {
 		var hs []*store.Host
 		c.reader.Hosts(zone, func(h *store.Host) bool {
-			// Literal localtargets- names and k8gb's objects are served as
-			// written: their targets are other clusters' or already judged.
-			switch store.Classify(h, c.prefix) {
-			case store.Verbatim, store.LocalTargets:
+			// k8gb's assembled answers are served as written and hold
+			// other clusters' targets: not checked. A literal localtargets-
+			// name (k8gb's operator writes it) is served as written too, but
+			// holds this cluster's own targets: they are checked, unserved,
+			// so that the host moved from the operator's object to a source
+			// of its own finds their verdicts rather than unknown.
+			if store.Classify(h, c.prefix) == store.Verbatim {
 				return true
 			}
 			if len(h.A)+len(h.AAAA) > 0 {
