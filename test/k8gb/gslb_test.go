@@ -12,10 +12,10 @@ import (
 	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -251,23 +251,53 @@ func TestGslbStrategiesAcrossTwoClusters(t *testing.T) {
 	t.Logf("recovery %v after it became ready again", time.Since(start).Round(time.Millisecond))
 }
 
-// The Gslb source's reads, exactly (DESIGN.md, "Sources"): both Gslb
-// groups, the kinds a Gslb names, Services' EndpointSlices, Gateways, and
-// the CRDs (to notice kinds installed later); DNSEndpoints for the
-// operator's objects.
-var gslbReaderRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"k8gb.io", "k8gb.absa.oss"}, Resources: []string{"gslbs"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"externaldns.k8s.io"}, Resources: []string{"dnsendpoints"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+// k8gbRole is the RBAC that fleetdns ships for k8gb's chart: a ClusterRole
+// of exactly the Gslb source's reads, bound to the chart's CoreDNS
+// ServiceAccount, k8gb/coredns.
+const k8gbRole = "deploy/rbac/k8gb.yaml"
+
+// shippedK8gbRole applies deploy/rbac/k8gb.yaml as it is, with the
+// ServiceAccount it binds, and returns a kubeconfig with that
+// ServiceAccount's token.
+func shippedK8gbRole(t *testing.T, k *harness.Kube) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), k8gbRole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.ServiceAccountWithRules(t, "k8gb", "coredns", nil)
+	k.Apply(t, string(b))
+	// Its one write is an Event; it changes nothing it reads.
+	for _, c := range []struct {
+		group, resource, verb string
+		allowed               bool
+	}{
+		{"", "events", "create", true},
+		{"k8gb.io", "gslbs", "watch", true},
+		{"k8gb.absa.oss", "gslbs", "list", true},
+		{"gateway.networking.k8s.io", "udproutes", "watch", true},
+		{"apiextensions.k8s.io", "customresourcedefinitions", "watch", true},
+		{"k8gb.io", "gslbs", "update", false},
+		{"externaldns.k8s.io", "dnsendpoints", "delete", false},
+		{"", "secrets", "get", false},
+		{"", "configmaps", "list", false},
+	} {
+		r, err := k.Clientset().AuthorizationV1().SubjectAccessReviews().Create(harness.Context(t), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:k8gb:coredns", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:k8gb"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Group: c.group, Resource: c.resource, Verb: c.verb},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed != c.allowed {
+			t.Errorf("%s: %s %s.%s allowed=%v, want %v", k8gbRole, c.verb, c.resource, c.group, r.Status.Allowed, c.allowed)
+		}
+	}
+	return k.TokenKubeconfig(t, "k8gb", "coredns")
 }
 
-// A fleetdns cluster serving Gslbs, under a ServiceAccount token with
-// exactly the Gslb source's reads, and a peer that answers as k8gb's
+// A fleetdns cluster serving Gslbs, under the token of k8gb's CoreDNS
+// ServiceAccount with the role fleetdns ships (deploy/rbac/k8gb.yaml), and a peer that answers as k8gb's
 // CoreDNS does (a stock `file` zone: localtargets- records of its own
 // targets, and the host answered with the set k8gb's operator computes)
 // agree on every answer's target set. The operator's frozen DNSEndpoint
@@ -298,8 +328,7 @@ func TestGslbAgreesWithK8gbPeer(t *testing.T) {
 	dep.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "k8gb.io/v1beta1", Kind: "Gslb", Name: "kshop", UID: got.GetUID(), Controller: new(true)}})
 	eu.k.Create(t, dep)
 
-	eu.k.ServiceAccountWithRules(t, "fleetdns", "gslb-reader", gslbReaderRules)
-	kubeconfig := eu.k.TokenKubeconfig(t, "fleetdns", "gslb-reader")
+	kubeconfig := shippedK8gbRole(t, eu.k)
 	corefile := strings.Replace(eu.corefile(kubeconfig, map[string]string{"us": k8gbIP}), "resources Gslb", "resources DNSEndpoint Gslb", 1)
 	eu.dns = harness.StartCoreDNS(t, corefile)
 
