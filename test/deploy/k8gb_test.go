@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ spec:
 		k.DeleteDNSEndpoint(t, "shop", "app2-gslb")
 	})
 
-	run := func(t *testing.T, corefile string) string {
+	run := func(t *testing.T, corefile, serviceAccount string) string {
 		ip := harness.NewIP(t)
 		const ports = "fixed ports on every interface would collide with the other tests on this machine"
 		subs := []substitution{
@@ -72,7 +73,7 @@ spec:
 			subs = append(subs, substitution{"peers_from_ns 192.0.2.53", "peers_from_ns " + harness.NewIP(t), "the parent zone's server cannot exist on the test machine: a silent loopback address stands in"})
 		}
 		cf := substitute(t, corefile, subs...)
-		p := startInCluster(t, k, "k8gb", "k8gb-coredns", cf)
+		p := startInCluster(t, k, "k8gb", serviceAccount, cf)
 		addr := ip + ":5353"
 		if err := waitDNS(p, addr, 60*time.Second); err != nil {
 			t.Fatalf("did not start: %v\n%s", err, p.Log())
@@ -90,7 +91,7 @@ spec:
 	}
 
 	t.Run("step 1: the operator's objects as written, nothing else", func(t *testing.T) {
-		addr := run(t, steps[0])
+		addr := run(t, steps[0], "k8gb-coredns")
 		if got := strings.Join(answers(addr, "app.cloud.example.com."), " "); got != "10.0.0.1 10.0.0.2" {
 			t.Errorf("app.cloud.example.com A = %q, want the operator's 10.0.0.1 10.0.0.2", got)
 		}
@@ -104,7 +105,18 @@ spec:
 	})
 
 	t.Run("step 2: operator objects still as written, own hosts assembled", func(t *testing.T) {
-		addr := run(t, steps[1])
+		// Step 2 reads Gslbs: the guide applies deploy/rbac/k8gb.yaml for the
+		// chart's ServiceAccount (k8gb/coredns, which keeps the chart's own
+		// dnsendpoints rule), and the Gslb CRDs exist where k8gb ran.
+		k.ServiceAccountWithRules(t, "k8gb", "coredns", harness.DNSEndpointReaderRules)
+		for _, f := range []string{"deploy/crd/gslbs.k8gb.io.yaml", "deploy/crd/gslbs.k8gb.absa.oss.yaml", "deploy/rbac/k8gb.yaml"} {
+			b, err := os.ReadFile(filepath.Join(root, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			k.Apply(t, string(b))
+		}
+		addr := run(t, steps[1], "coredns")
 		if got := strings.Join(answers(addr, "app.cloud.example.com."), " "); got != "10.0.0.1 10.0.0.2" {
 			t.Errorf("app.cloud.example.com A = %q, want the operator's 10.0.0.1 10.0.0.2, as written", got)
 		}
