@@ -39,7 +39,8 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 	views := g.collect(h, nil)
 	pol := g.policyOf(h)
 	cl := g.clientOf(ctx, state, ecs)
-	d := g.decide(pol, views, &cl)
+	d := g.decide(pol, views, &cl, false)
+	d6 := g.decide(pol, views, &cl, true)
 
 	source := "default"
 	switch {
@@ -89,11 +90,18 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 		}
 		lines = append(lines, l)
 	}
-	chosen := "all"
-	if d.chosen >= 0 {
-		chosen = views[d.chosen].tag
+	// Each family is chosen on its own: the A line is the answer an A
+	// query from this client gets, the AAAA line an AAAA query's.
+	for _, f := range []struct {
+		family string
+		d      *decision
+	}{{"A", &d}, {"AAAA", &d6}} {
+		chosen := "all"
+		if f.d.chosen >= 0 {
+			chosen = views[f.d.chosen].tag
+		}
+		lines = append(lines, fmt.Sprintf("answer %s %s: %s", f.family, chosen, f.d.why))
 	}
-	lines = append(lines, fmt.Sprintf("answer %s: %s", chosen, d.why))
 
 	m := new(dns.Msg)
 	m.SetReply(r)

@@ -24,7 +24,7 @@ func TestExplainOnlyForAllowedClients(t *testing.T) {
 		"tag eu self targets A 10.0.1.1",
 		"tag us peer " + us.addr + " state up age",
 		"targets A 10.0.2.1 AAAA fd00::2:1",
-		"answer us: first primary tag with targets",
+		"answer A us: first primary tag with targets",
 	} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("explain lacks %q:\n%s", want, txt)
@@ -48,7 +48,7 @@ func TestExplainGeoAndStale(t *testing.T) {
 		"client 10.2.3.0/24 geo tag us scope 16",
 		"state stale",
 		"last error rcode: SERVFAIL",
-		"answer us: the client's tag has targets",
+		"answer A us: the client's tag has targets",
 	} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("explain lacks %q:\n%s", want, txt)

@@ -2,7 +2,9 @@ package gslb
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"strings"
 
@@ -37,7 +39,12 @@ type geoResolver struct {
 }
 
 // lookup returns the client's tag and the prefix length the answer holds
-// for: the matched CIDR's or MaxMind network's, else the client's own.
+// for (the ECS scope, RFC 7871 §7.2.1). That is the matched CIDR's or
+// MaxMind network's prefix, else the client's own, deaggregated: when a
+// more specific configured CIDR lies inside it (us 10.0.32.0/23 with ap's
+// 10.0.33.0/24 inside), the scope is lengthened until it excludes that CIDR
+// (10.0.32.0/24), so that a resolver caching the answer for the scope never
+// hands it to a client whose answer differs. gdnsd answers the same way.
 func (r *geoResolver) lookup(cl *client) (tag string, scope int, ok bool) {
 	if r == nil || cl == nil {
 		return "", 0, false
@@ -45,15 +52,15 @@ func (r *geoResolver) lookup(cl *client) (tag string, scope int, ok bool) {
 	scope = cl.bits
 	addr := cl.addr.Unmap()
 	if addr.IsValid() {
-		for _, c := range r.cidrs {
-			if c.prefix.Contains(addr) {
-				return c.tag, c.prefix.Bits(), true
-			}
+		t, plen, matched, excl := r.cidrLookup(addr)
+		if matched {
+			return t, max(plen, excl), true
 		}
+		scope = max(scope, excl)
 		if r.mmdb != nil {
 			res := r.mmdb.Lookup(addr)
 			if p := res.Prefix(); p.IsValid() {
-				scope = p.Bits()
+				scope = max(p.Bits(), excl)
 			}
 			if res.Found() {
 				var v any
@@ -73,6 +80,44 @@ func (r *geoResolver) lookup(cl *client) (tag string, scope int, ok bool) {
 		}
 	}
 	return "", scope, false
+}
+
+// cidrLookup returns the tag and prefix length of the most specific `geo
+// cidr` that contains addr, and excl: the shortest prefix length around
+// addr that no configured CIDR not containing addr overlaps (0 when none
+// comes near). A CIDR that does not contain addr overlaps addr/L exactly
+// when L is at most the number of leading bits they share; the answer's
+// scope must be longer than that. CIDRs less specific than the match never
+// overlap the match without containing addr, so every CIDR can be counted
+// and the list is walked once.
+func (r *geoResolver) cidrLookup(addr netip.Addr) (tag string, plen int, matched bool, excl int) {
+	for i := range r.cidrs {
+		c := &r.cidrs[i]
+		if c.prefix.Addr().Is4() != addr.Is4() {
+			continue
+		}
+		if c.prefix.Contains(addr) {
+			if !matched {
+				tag, plen, matched = c.tag, c.prefix.Bits(), true
+			}
+			continue
+		}
+		excl = max(excl, commonBits(addr, c.prefix.Addr())+1)
+	}
+	return tag, plen, matched, excl
+}
+
+// commonBits is the number of leading bits a and b (of one family) share.
+func commonBits(a, b netip.Addr) int {
+	if a.Is4() {
+		x, y := a.As4(), b.As4()
+		return bits.LeadingZeros32(binary.BigEndian.Uint32(x[:]) ^ binary.BigEndian.Uint32(y[:]))
+	}
+	x, y := a.As16(), b.As16()
+	if hi := binary.BigEndian.Uint64(x[:8]) ^ binary.BigEndian.Uint64(y[:8]); hi != 0 {
+		return bits.LeadingZeros64(hi)
+	}
+	return 64 + bits.LeadingZeros64(binary.BigEndian.Uint64(x[8:])^binary.BigEndian.Uint64(y[8:]))
 }
 
 // mapValue maps a MaxMind or metadata value to a tag through `geo map`; a

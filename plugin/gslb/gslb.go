@@ -119,8 +119,9 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	if g.store == nil || !dnsutil.InZone(qname, g.zone) {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
-	switch state.QType() {
-	case dns.TypeA, dns.TypeAAAA:
+	qtype := state.QType()
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeANY:
 	case dns.TypeTXT:
 		if strings.HasPrefix(qname, explainLabel) {
 			return g.serveExplain(ctx, state)
@@ -153,7 +154,18 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	if pol.strategy == geoip {
 		cl = g.clientOf(ctx, state, ecs)
 	}
-	d := g.decide(pol, views, &cl)
+	// Each family is decided on its own (per-family answers); ANY gets
+	// both, each as an A or AAAA query would, never the static declaration.
+	aaaa := qtype == dns.TypeAAAA
+	d := g.decide(pol, views, &cl, aaaa)
+	var d6 decision
+	if qtype == dns.TypeANY {
+		d6 = g.decide(pol, views, &cl, true)
+		if pol.strategy == weighted && d.chosen >= 0 && views[d.chosen].has(true) {
+			// One draw for both families where the drawn tag has both.
+			d6.chosen, d6.why = d.chosen, d.why
+		}
+	}
 
 	m := new(dns.Msg)
 	m.SetReply(r)
@@ -162,7 +174,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	if d.clientDependent {
 		scope = d.scope
 	}
-	if d.unknown {
+	if d.unknown && (qtype != dns.TypeANY || d6.unknown) {
 		g.answered(d.strategy, resultServfail)
 		m.Rcode = dns.RcodeServerFailure
 		m.Authoritative = false
@@ -175,24 +187,35 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		if len(pol.primary) > 0 {
 			first = pol.primary[0]
 		}
-		if d.chosen < 0 {
+		chosen := d.chosen
+		if d.unknown {
+			chosen = d6.chosen
+		}
+		if chosen < 0 {
 			failovers.WithLabelValues(g.zone, "all").Inc()
-		} else if views[d.chosen].tag != first {
-			failovers.WithLabelValues(g.zone, views[d.chosen].tag).Inc()
+		} else if views[chosen].tag != first {
+			failovers.WithLabelValues(g.zone, views[chosen].tag).Inc()
 		}
 	}
 
-	qtype := state.QType()
-	addrs := g.targets(h.Name, views, d, qtype == dns.TypeAAAA)
 	ttl := g.ttlOf(pol, h)
-	hdr := dns.RR_Header{Name: state.QName(), Rrtype: qtype, Class: dns.ClassINET, Ttl: ttl}
-	m.Answer = make([]dns.RR, 0, len(addrs))
-	for _, a := range addrs {
-		if qtype == dns.TypeA {
-			m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: a.AsSlice()})
-		} else {
-			m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: a.AsSlice()})
+	owner := state.QName()
+	if qtype == dns.TypeANY {
+		if !d.unknown {
+			m.Answer = appendAddrs(m.Answer, owner, ttl, false, g.targets(h.Name, views, d, false))
 		}
+		nA := len(m.Answer)
+		if !d6.unknown {
+			m.Answer = appendAddrs(m.Answer, owner, ttl, true, g.targets(h.Name, views, d6, true))
+		}
+		// One RRset is enough for ANY (RFC 8482 §4.1): over UDP, the AAAA
+		// set is left out, without TC, when both do not fit.
+		if nA > 0 && len(m.Answer) > nA && state.Proto() == "udp" && addOPT(m.Copy(), r, ecs, scope).Len() > state.Size() {
+			m.Answer = m.Answer[:nA]
+		}
+	} else {
+		addrs := g.targets(h.Name, views, d, aaaa)
+		m.Answer = appendAddrs(make([]dns.RR, 0, len(addrs)), owner, ttl, aaaa, addrs)
 	}
 	result := resultAnswer
 	if len(m.Answer) == 0 {
@@ -205,6 +228,23 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	g.answered(d.strategy, result)
 	w.WriteMsg(addOPT(m, r, ecs, scope))
 	return dns.RcodeSuccess, nil
+}
+
+// appendAddrs appends one A (or AAAA) record per address.
+func appendAddrs(rrs []dns.RR, name string, ttl uint32, aaaa bool, addrs []netip.Addr) []dns.RR {
+	rrtype := dns.TypeA
+	if aaaa {
+		rrtype = dns.TypeAAAA
+	}
+	hdr := dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: ttl}
+	for _, a := range addrs {
+		if aaaa {
+			rrs = append(rrs, &dns.AAAA{Hdr: hdr, AAAA: a.AsSlice()})
+		} else {
+			rrs = append(rrs, &dns.A{Hdr: hdr, A: a.AsSlice()})
+		}
+	}
+	return rrs
 }
 
 // addOPT adds the reply's OPT record when the query had one.

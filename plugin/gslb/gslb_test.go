@@ -76,14 +76,27 @@ func TestFailoverNoPrimaryHasTargetsAnswersAll(t *testing.T) {
 	}
 }
 
-func TestFailoverDualStackNeverSplit(t *testing.T) {
-	// ap has A only. With ap primary, an AAAA query gets NODATA, not us's
-	// AAAA: a dual-stack client is never split across clusters.
+func TestFailoverPerFamily(t *testing.T) {
+	// ap has A only. With ap primary, an AAAA query gets the next tier's
+	// AAAA (us's), an A query ap's: each family from the first tier that
+	// has it, so an IPv6-only client is not cut off.
 	st := newFakeStore(withProps(host(app, "10.0.1.1", "fd00::1:1"), propStrategy, "failover", propPrimary, "ap,us,eu"))
 	g, _, _, _ := twoPeers(t, "", st)
-	m := ask(t, g, app, dns.TypeAAAA)
+	if got := addrs(ask(t, g, app, dns.TypeAAAA)); !slices.Equal(got, []string{"fd00::2:1"}) {
+		t.Errorf("AAAA: got %v, want us's (ap, the primary, has no AAAA)", got)
+	}
+	if got := addrs(ask(t, g, app, dns.TypeA)); !slices.Equal(got, []string{"10.0.3.1"}) {
+		t.Errorf("A: got %v, want ap's", got)
+	}
+
+	// No tier has AAAA: NODATA, with the zone's SOA.
+	st2 := newFakeStore(withProps(host(app, "10.0.1.1"), propStrategy, "failover", propPrimary, "ap,us,eu"))
+	g2, _, us2, _ := twoPeers(t, "", st2)
+	us2.set(app, "10.0.2.1")
+	testkit.Eventually(t, 5*time.Second, "us without AAAA", func() bool { return len(ask(t, g2, app, dns.TypeAAAA).Answer) == 0 })
+	m := ask(t, g2, app, dns.TypeAAAA)
 	if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 0 {
-		t.Fatalf("AAAA: got %s %v, want NODATA", dns.RcodeToString[m.Rcode], addrs(m))
+		t.Fatalf("AAAA, no tier with AAAA: got %s %v, want NODATA", dns.RcodeToString[m.Rcode], addrs(m))
 	}
 	if len(m.Ns) != 1 || m.Ns[0].Header().Rrtype != dns.TypeSOA {
 		t.Fatalf("NODATA authority: got %v, want the zone SOA", m.Ns)

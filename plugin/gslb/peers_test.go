@@ -216,12 +216,12 @@ func TestUnknownPrimaryIsNeverEmpty(t *testing.T) {
 		{tag: "eu", self: true, state: stateUp, a: addrList2("10.0.1.1")},
 		{tag: "us", state: stateUnknown},
 	}
-	d := g.decide(&policy{strategy: failover, primary: []string{"us", "eu"}}, views, nil)
+	d := g.decide(&policy{strategy: failover, primary: []string{"us", "eu"}}, views, nil, false)
 	if !d.unknown {
 		t.Errorf("failover with an unknown primary decided %+v, want SERVFAIL (unknown)", d)
 	}
 	views[1].state = stateDown
-	d = g.decide(&policy{strategy: failover, primary: []string{"us", "eu"}}, views, nil)
+	d = g.decide(&policy{strategy: failover, primary: []string{"us", "eu"}}, views, nil, false)
 	if d.unknown || d.chosen != 0 {
 		t.Errorf("failover with a down primary decided %+v, want eu", d)
 	}

@@ -132,9 +132,10 @@ type tagView struct {
 	miss    bool    // no cached answer, the peer may be asked now
 }
 
-// hasTargets: A or AAAA together, so a dual-stack client is never split
-// across clusters.
-func (v *tagView) hasTargets() bool { return len(v.a)+len(v.aaaa) > 0 }
+// has reports whether the view has targets of the family: answers are per
+// family, so an IPv4-only client is not cut off by a tier that has only
+// AAAA targets (nor an IPv6-only one by a tier with only A).
+func (v *tagView) has(aaaa bool) bool { return len(pick(v, aaaa)) > 0 }
 
 func findTag(views []tagView, tag string) int {
 	for i := range views {
@@ -172,8 +173,10 @@ type decision struct {
 	clientDependent bool
 }
 
-// decide applies the host's strategy to the tags' targets.
-func (g *GSLB) decide(pol *policy, views []tagView, cl *client) decision {
+// decide applies the host's strategy to the tags' targets of one family
+// (AAAA when aaaa): each family comes from the first tier, in the
+// strategy's order, that has it.
+func (g *GSLB) decide(pol *policy, views []tagView, cl *client, aaaa bool) decision {
 	d := decision{strategy: pol.strategy, chosen: -1}
 	switch pol.strategy {
 	case failover:
@@ -181,7 +184,7 @@ func (g *GSLB) decide(pol *policy, views []tagView, cl *client) decision {
 		if len(order) == 0 {
 			// No primary: this cluster first, then the peers in tag order.
 			for i := range views {
-				if views[i].hasTargets() {
+				if views[i].has(aaaa) {
 					d.chosen, d.why = i, whyPrimary
 					return d
 				}
@@ -198,7 +201,7 @@ func (g *GSLB) decide(pol *policy, views []tagView, cl *client) decision {
 			if i < 0 {
 				continue // not a cluster we know: no targets
 			}
-			if views[i].hasTargets() {
+			if views[i].has(aaaa) {
 				d.chosen, d.why = i, whyPrimary
 				return d
 			}
@@ -211,7 +214,7 @@ func (g *GSLB) decide(pol *policy, views []tagView, cl *client) decision {
 	case weighted:
 		total := 0
 		for i := range views {
-			if views[i].hasTargets() {
+			if views[i].has(aaaa) {
 				total += weightOf(pol, views[i].tag)
 			}
 		}
@@ -221,7 +224,7 @@ func (g *GSLB) decide(pol *policy, views []tagView, cl *client) decision {
 		}
 		n := rand.IntN(total)
 		for i := range views {
-			if !views[i].hasTargets() {
+			if !views[i].has(aaaa) {
 				continue
 			}
 			if n -= weightOf(pol, views[i].tag); n < 0 {
@@ -237,7 +240,7 @@ func (g *GSLB) decide(pol *policy, views []tagView, cl *client) decision {
 			d.why = whyClientNoTag
 			return d
 		}
-		if i := findTag(views, tag); i >= 0 && views[i].hasTargets() {
+		if i := findTag(views, tag); i >= 0 && views[i].has(aaaa) {
 			d.chosen, d.why = i, whyClientTag
 			return d
 		}
