@@ -37,8 +37,8 @@ func TestGeoipBySubnetEchoesECSWithScope(t *testing.T) {
 	}{
 		{"10.2.3.0", 24, []string{"10.0.2.1"}, 16},
 		{"10.1.0.0", 16, []string{"10.0.1.1"}, 16},
-		{"10.3.0.0", 24, []string{"10.0.3.1"}, 24}, // most specific CIDR wins
-		{"10.3.7.0", 24, []string{"10.0.2.1"}, 22}, // us, deaggregated around ap's 10.3.0.0/24 (RFC 7871 §7.2.1)
+		{"10.3.0.0", 24, []string{"10.0.3.1"}, 24},                            // most specific CIDR wins
+		{"10.3.7.0", 24, []string{"10.0.2.1"}, 22},                            // us, deaggregated around ap's 10.3.0.0/24 (RFC 7871 §7.2.1)
 		{"192.168.1.0", 24, []string{"10.0.1.1", "10.0.3.1", "10.0.2.1"}, 24}, // no tag: all, scope of the client's subnet
 	} {
 		m := ask(t, g, app, dns.TypeA, withECS(1, c.subnet, c.bits))
