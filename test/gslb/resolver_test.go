@@ -286,7 +286,9 @@ func TestGeoipThroughECSCachingResolvers(t *testing.T) {
 	eu := f.clusters["eu"]
 	// Every cluster's answers are in eu before a resolver asks.
 	known := time.Now()
-	defer func() { t.Logf("the whole test after eu knew every host: %v", time.Since(known).Round(time.Millisecond)) }()
+	defer func() {
+		t.Logf("the whole test after eu knew every host: %v", time.Since(known).Round(time.Millisecond))
+	}()
 	testkit.Eventually(t, startTimeout, "eu knows the ECS hosts' targets", func() (bool, string) {
 		for i := range 2 * len(orders) {
 			if got, err := ask(eu.addr, geoHost(i), dns.TypeA, harness.ECS("127.0.33.0/24")); err != nil || !equal(got, f.union("ap")) {
