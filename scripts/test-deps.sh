@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh machine, and caches what is
 # expensive outside the clone so a second run takes seconds:
-#   - Debian packages: dig, kdig, dnsperf, NSD, Knot, Unbound, iproute2
+#   - Debian packages: dig, kdig, dnsperf, NSD, Knot, Unbound, PowerDNS Recursor, iproute2
 #     (and setcap, unshare, setpriv for test/deploy)
 #   - kube-apiserver, kubectl and etcd, built from the Go module proxy
 #     (no download sites are reachable here, so no release tarballs).
@@ -22,7 +22,7 @@ log() { echo "test-deps: $*" >&2; }
 # valgrind: make bench-instr (callgrind); prometheus: promtool for
 # test/monitoring; runc, ca-certificates: test/image and make image; the
 # rest: the tests and make bench.
-apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind prometheus runc ca-certificates)
+apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound pdns-recursor dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind prometheus runc ca-certificates)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -39,6 +39,11 @@ for svc in nsd knot unbound dnsdist; do
   pkill -x "$svc" 2>/dev/null || true
   pkill -x "${svc}d" 2>/dev/null || true
 done
+# Debian's pdns-recursor starts only as a systemd unit (no init script):
+# stop the unit, never the tests' own recursors.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet pdns-recursor 2>/dev/null; then
+  systemctl stop pdns-recursor >&2 || true
+fi
 # Only promtool is used: stop the packaged Prometheus server if its install
 # started it (with systemd; a container's policy-rc.d keeps it from starting).
 if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then
