@@ -620,9 +620,9 @@ func (c *cluster) kindHandler(kind string) cache.ResourceEventHandler {
 func (c *cluster) startGslbKind(kind string, namespaces []string) (*watched, error) {
 	switch kind {
 	case kindTCPRoute:
-		return c.watch("tcproutes", c.gw.GatewayV1().RESTClient(), &gatewayv1.TCPRoute{}, namespaces, "", nil, c.kindHandler(kind))
+		return c.watch(kind, "tcproutes", c.gw.GatewayV1().RESTClient(), &gatewayv1.TCPRoute{}, namespaces, "", nil, c.kindHandler(kind))
 	case kindUDPRoute:
-		return c.watch("udproutes", c.gw.GatewayV1().RESTClient(), &gatewayv1.UDPRoute{}, namespaces, "", nil, c.kindHandler(kind))
+		return c.watch(kind, "udproutes", c.gw.GatewayV1().RESTClient(), &gatewayv1.UDPRoute{}, namespaces, "", nil, c.kindHandler(kind))
 	}
 	group := gslbGroup
 	if kind == kindGslbLegacy {
@@ -657,12 +657,8 @@ func (c *cluster) startGslbKind(kind string, namespaces []string) (*watched, err
 		c.mu.Lock()
 		c.synced = append(c.synced, reg.HasSynced)
 		c.mu.Unlock()
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			inf.RunWithContext(c.ctx)
-		}()
 	}
+	c.run(kind, w)
 	return w, nil
 }
 

@@ -195,7 +195,7 @@ func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cach
 		}
 		return nil, nil
 	}}
-	c.slices, err = c.watch("endpointslices", c.cs.DiscoveryV1().RESTClient(), &discoveryv1.EndpointSlice{}, namespaces, "", slicesIndexers, c.sliceHandler())
+	c.slices, err = c.watch("", "endpointslices", c.cs.DiscoveryV1().RESTClient(), &discoveryv1.EndpointSlice{}, namespaces, "", slicesIndexers, c.sliceHandler())
 	if err != nil {
 		return nil, err
 	}
@@ -203,13 +203,13 @@ func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cach
 		switch k {
 		case kindIngress:
 			if c.cfg.serves(kindIngress) { // a Gslb's Ingress is not filtered by class
-				c.classes, err = c.watch("ingressclasses", c.cs.NetworkingV1().RESTClient(), &networkingv1.IngressClass{}, []string{metav1.NamespaceAll}, "", nil, c.classHandler())
+				c.classes, err = c.watch("", "ingressclasses", c.cs.NetworkingV1().RESTClient(), &networkingv1.IngressClass{}, []string{metav1.NamespaceAll}, "", nil, c.classHandler())
 			}
 			if err == nil {
-				c.kinds[k], err = c.watch("ingresses", c.cs.NetworkingV1().RESTClient(), &networkingv1.Ingress{}, namespaces, c.cfg.labels, nil, c.kindHandler(k))
+				_, err = c.watch(k, "ingresses", c.cs.NetworkingV1().RESTClient(), &networkingv1.Ingress{}, namespaces, c.cfg.labels, nil, c.kindHandler(k))
 			}
 		case kindService:
-			c.kinds[k], err = c.watch("services", c.cs.CoreV1().RESTClient(), &corev1.Service{}, namespaces, c.cfg.labels, nil, c.kindHandler(k))
+			_, err = c.watch(k, "services", c.cs.CoreV1().RESTClient(), &corev1.Service{}, namespaces, c.cfg.labels, nil, c.kindHandler(k))
 		}
 		if err != nil {
 			return nil, err
@@ -270,8 +270,9 @@ func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cach
 }
 
 // watch starts one informer per namespace for resource, objects cut down by
-// transform; labels is the label selector ("" for every object).
-func (c *cluster) watch(resource string, client cache.Getter, example runtime.Object, namespaces []string, labels string, indexers cache.Indexers, h cache.ResourceEventHandler) (*watched, error) {
+// transform; labels is the label selector ("" for every object); kind, when
+// set, names the kind they hold (see run).
+func (c *cluster) watch(kind, resource string, client cache.Getter, example runtime.Object, namespaces []string, labels string, indexers cache.Indexers, h cache.ResourceEventHandler) (*watched, error) {
 	w := &watched{byNS: map[string]cache.SharedIndexInformer{}}
 	for _, ns := range namespaces {
 		lw := cache.NewFilteredListWatchFromClient(client, resource, ns, func(o *metav1.ListOptions) { o.LabelSelector = labels })
@@ -293,13 +294,27 @@ func (c *cluster) watch(resource string, client cache.Getter, example runtime.Ob
 		c.mu.Lock()
 		c.synced = append(c.synced, reg.HasSynced)
 		c.mu.Unlock()
+	}
+	c.run(kind, w)
+	return w, nil
+}
+
+// run starts w's informers; with kind set, they are the kind's (c.kinds)
+// before they run: an event the worker takes at once must find the object
+// in them, or it would be taken for a deletion and never derived.
+func (c *cluster) run(kind string, w *watched) {
+	if kind != "" {
+		c.mu.Lock()
+		c.kinds[kind] = w
+		c.mu.Unlock()
+	}
+	for _, inf := range w.byNS {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
 			inf.RunWithContext(c.ctx)
 		}()
 	}
-	return w, nil
 }
 
 // watchCRD watches the CRD that serves kind and starts kind's informers
@@ -383,13 +398,13 @@ func (c *cluster) startKind(kind string) {
 	var err error
 	switch kind {
 	case kindGateway:
-		w, err = c.watch("gateways", rc, &gatewayv1.Gateway{}, namespaces, "", nil, c.dependencyHandler(depGateway))
+		w, err = c.watch(kind, "gateways", rc, &gatewayv1.Gateway{}, namespaces, "", nil, c.dependencyHandler(depGateway))
 	case kindHTTPRoute:
-		w, err = c.watch("httproutes", rc, &gatewayv1.HTTPRoute{}, namespaces, c.cfg.labels, nil, c.kindHandler(kind))
+		w, err = c.watch(kind, "httproutes", rc, &gatewayv1.HTTPRoute{}, namespaces, c.cfg.labels, nil, c.kindHandler(kind))
 	case kindGRPCRoute:
-		w, err = c.watch("grpcroutes", rc, &gatewayv1.GRPCRoute{}, namespaces, c.cfg.labels, nil, c.kindHandler(kind))
+		w, err = c.watch(kind, "grpcroutes", rc, &gatewayv1.GRPCRoute{}, namespaces, c.cfg.labels, nil, c.kindHandler(kind))
 	case kindTLSRoute:
-		w, err = c.watch("tlsroutes", rc, &gatewayv1.TLSRoute{}, namespaces, c.cfg.labels, nil, c.kindHandler(kind))
+		w, err = c.watch(kind, "tlsroutes", rc, &gatewayv1.TLSRoute{}, namespaces, c.cfg.labels, nil, c.kindHandler(kind))
 	default: // source_gslb.go
 		w, err = c.startGslbKind(kind, namespaces)
 	}
