@@ -40,8 +40,10 @@ func findObject[T any](t *testing.T, objs []*unstructured.Unstructured, kind, na
 }
 
 // checkFleetDNSContainer checks what every fleetdns container promises:
-// non-root, only NET_BIND_SERVICE, no privilege escalation, read-only root
-// filesystem, resource requests, health and ready probes.
+// non-root as uid/gid 65532, every capability dropped (port 53 comes from the
+// pod's sysctl net.ipv4.ip_unprivileged_port_start=53, which
+// TestNonRootBindsPort53WithTheSysctl runs), no privilege escalation,
+// read-only root filesystem, resource requests, health and ready probes.
 func checkFleetDNSContainer(t *testing.T, where string, pod corev1.PodSpec, c corev1.Container, healthPort, readyPort int) {
 	t.Helper()
 	sc := c.SecurityContext
@@ -62,8 +64,22 @@ func checkFleetDNSContainer(t *testing.T, where string, pod corev1.PodSpec, c co
 	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("%s: container %s has a writable root filesystem", where, c.Name)
 	}
-	if sc.Capabilities == nil || fmt.Sprint(sc.Capabilities.Drop) != "[ALL]" || fmt.Sprint(sc.Capabilities.Add) != "[NET_BIND_SERVICE]" {
-		t.Errorf("%s: container %s capabilities %+v, want drop [ALL] add [NET_BIND_SERVICE]", where, c.Name, sc.Capabilities)
+	if sc.RunAsUser == nil || *sc.RunAsUser != 65532 || sc.RunAsGroup == nil || *sc.RunAsGroup != 65532 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		t.Errorf("%s: container %s runAsNonRoot %v runAsUser %v runAsGroup %v, want true 65532 65532 (the image's numeric user)", where, c.Name, sc.RunAsNonRoot, sc.RunAsUser, sc.RunAsGroup)
+	}
+	if sc.Capabilities == nil || fmt.Sprint(sc.Capabilities.Drop) != "[ALL]" || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("%s: container %s capabilities %+v, want drop [ALL] and nothing added", where, c.Name, sc.Capabilities)
+	}
+	var sysctl string
+	if pod.SecurityContext != nil {
+		for _, s := range pod.SecurityContext.Sysctls {
+			if s.Name == "net.ipv4.ip_unprivileged_port_start" {
+				sysctl = s.Value
+			}
+		}
+	}
+	if sysctl != "53" {
+		t.Errorf("%s: pod sysctl net.ipv4.ip_unprivileged_port_start = %q, want \"53\" (port 53 without a capability)", where, sysctl)
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
 		t.Errorf("%s: container %s has no cpu and memory requests", where, c.Name)
