@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -20,9 +21,11 @@ import (
 
 // TestKubeSystemDropInReplacesStock takes over a stock (kubeadm) CoreDNS
 // installation with deploy/kube-system exactly as docs/kube-system.md says,
-// proves the shipped RBAC against the API server's authorizer, runs the
-// shipped Corefile with a token of the shipped ServiceAccount and queries it,
-// and shows the error an operator sees when the dnsendpoints rule is missing.
+// proves the shipped RBAC against the API server's authorizer (also after
+// kubeadm re-creates system:coredns), runs the shipped Corefile with a token
+// of the shipped ServiceAccount and queries it, shows the error an operator
+// sees when the dnsendpoints rule is missing, and goes back to stock as the
+// guide's way back says.
 func TestKubeSystemDropInReplacesStock(t *testing.T) {
 	k := harness.SharedKube(t)
 	root := harness.ModuleRoot(t)
@@ -38,12 +41,29 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 		t.Fatalf("creating stock CoreDNS: %v\n%s", err, out)
 	}
 
+	// The guide's first step: keep the stock objects for the way back,
+	// without the version fields (its `sed`), so that they replace what the
+	// takeover changed.
+	noVersion := regexp.MustCompile(`(?m)^\s*(resourceVersion|uid):.*\n`)
+	saved := noVersion.ReplaceAllString(k.Kubectl(t, "-n", "kube-system", "get", "deployment/coredns", "configmap/coredns", "-o", "yaml"), "")
+	savedRBAC := noVersion.ReplaceAllString(k.Kubectl(t, "get", "clusterrole/system:coredns", "clusterrolebinding/system:coredns", "-o", "yaml"), "")
+
 	objs := kustomize(t, k, root, "deploy/kube-system")
 	var stored []*unstructured.Unstructured
+	var deployment *unstructured.Unstructured
+	cmName := ""
 	for _, o := range objs {
 		if !wouldStartPods(o) {
 			stored = append(stored, o)
+		} else if o.GetKind() == "Deployment" {
+			deployment = o
 		}
+		if o.GetKind() == "ConfigMap" {
+			cmName = o.GetName()
+		}
+	}
+	if !strings.HasPrefix(cmName, "coredns-") {
+		t.Fatalf("deploy/kube-system renders ConfigMap %q, want the versioned coredns-<hash>", cmName)
 	}
 
 	t.Run("plain server-side apply reports the conflict with kubeadm's fields", func(t *testing.T) {
@@ -55,14 +75,39 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 
 	t.Run("apply with --force-conflicts takes the objects over", func(t *testing.T) {
 		applyAsUsers(t, k, objs, "--force-conflicts")
+		// The Deployment for real too: the stock one is already stored
+		// (this API server runs no controllers, so neither starts a pod),
+		// and what server-side apply leaves of kubeadm's fields is what a
+		// cluster would run.
+		kubectlApply(t, k, []*unstructured.Unstructured{deployment}, "--force-conflicts")
 		// The Service keeps the address kubelet's clusterDNS points at.
 		if ip := k.Kubectl(t, "-n", "kube-system", "get", "svc", "kube-dns", "-o", "jsonpath={.spec.clusterIP}"); ip != "10.96.0.10" {
 			t.Errorf("kube-dns Service clusterIP = %q after the takeover, want the stock 10.96.0.10", ip)
 		}
-		// The Corefile and the RBAC are ours now.
-		cm := k.Kubectl(t, "-n", "kube-system", "get", "configmap", "coredns", "-o", "jsonpath={.data.Corefile}")
+		// The Deployment runs fleetdns on the versioned ConfigMap, rolls
+		// with maxUnavailable 0, and nothing of stock's capabilities is left.
+		for path, want := range map[string]string{
+			"{.spec.template.spec.containers[0].image}":                                             "ghcr.io/fleetdns/fleetdns:0.1.0",
+			"{.spec.template.spec.volumes[?(@.name=='config-volume')].configMap.name}":              cmName,
+			"{.spec.strategy.rollingUpdate.maxUnavailable} {.spec.strategy.rollingUpdate.maxSurge}": "0 1",
+			"{.spec.template.spec.containers[0].securityContext.capabilities}":                      `{"drop":["ALL"]}`,
+			"{.spec.template.spec.securityContext.sysctls}":                                         `[{"name":"net.ipv4.ip_unprivileged_port_start","value":"53"}]`,
+		} {
+			if got := k.Kubectl(t, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath="+path); got != want {
+				t.Errorf("live Deployment coredns %s = %s, want %s", path, got, want)
+			}
+		}
+		if got := k.Kubectl(t, "-n", "kube-system", "get", "pdb", "coredns", "-o", "jsonpath={.spec.maxUnavailable} {.spec.selector.matchLabels}"); got != `1 {"k8s-app":"kube-dns"}` {
+			t.Errorf("PodDisruptionBudget coredns: %s", got)
+		}
+		// fleetdns's Corefile is the versioned ConfigMap; the stock one is
+		// left as kubeadm wrote it, for rollout undo and the way back.
+		cm := k.Kubectl(t, "-n", "kube-system", "get", "configmap", cmName, "-o", "jsonpath={.data.Corefile}")
 		if !strings.Contains(cm, "k8scrd apps.internal") || strings.Contains(cm, "forward . /etc/resolv.conf") {
-			t.Errorf("ConfigMap coredns was not replaced:\n%s", cm)
+			t.Errorf("ConfigMap %s is not fleetdns's Corefile:\n%s", cmName, cm)
+		}
+		if stockCM := k.Kubectl(t, "-n", "kube-system", "get", "configmap", "coredns", "-o", "jsonpath={.data.Corefile}"); !strings.Contains(stockCM, "forward . /etc/resolv.conf") || strings.Contains(stockCM, "k8scrd") {
+			t.Errorf("the takeover changed the stock ConfigMap coredns:\n%s", stockCM)
 		}
 		var cr rbacv1.ClusterRole
 		if err := json.Unmarshal([]byte(k.Kubectl(t, "get", "clusterrole", "system:coredns", "-o", "json")), &cr); err != nil {
@@ -113,6 +158,41 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 		}
 	})
 
+	t.Run("kubeadm re-creating system:coredns leaves the dnsendpoints grant", func(t *testing.T) {
+		// kubeadm's CoreDNS addon phase (upgrade apply, init phase addon
+		// coredns) writes its own system:coredns ClusterRole and binding.
+		var kubeadmRBAC []*unstructured.Unstructured
+		stockObjs, err := harness.DecodeYAML(string(stock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range stockObjs {
+			if o.GetName() == "system:coredns" {
+				kubeadmRBAC = append(kubeadmRBAC, o)
+			}
+		}
+		if len(kubeadmRBAC) != 2 {
+			t.Fatalf("testdata/stock-coredns.yaml: %d system:coredns objects, want the ClusterRole and its binding", len(kubeadmRBAC))
+		}
+		k.Kubectl(t, "delete", "clusterrole/system:coredns", "clusterrolebinding/system:coredns")
+		if out, err := k.KubectlStdin(harness.EncodeYAML(t, kubeadmRBAC...), "create", "--field-manager=kubeadm", "-f", "-"); err != nil {
+			t.Fatalf("re-creating system:coredns as kubeadm does: %v\n%s", err, out)
+		}
+		t.Cleanup(func() {
+			k.Kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(root, "deploy/rbac/rbac.yaml"))
+		})
+		const sa = "system:serviceaccount:kube-system:coredns"
+		for _, c := range []struct{ verb, resource, want string }{
+			{"list", "dnsendpoints.externaldns.k8s.io", "yes"}, {"watch", "dnsendpoints.externaldns.k8s.io", "yes"},
+			{"create", "events", "yes"}, {"list", "services", "yes"}, {"list", "endpointslices.discovery.k8s.io", "yes"},
+		} {
+			out, _ := k.TryKubectl("auth", "can-i", c.verb, c.resource, "-n", "default", "--as="+sa)
+			if got := strings.TrimSpace(out); got != c.want {
+				t.Errorf("after kubeadm's system:coredns: kubectl auth can-i %s %s -n default --as=%s: %q, want %q", c.verb, c.resource, sa, got, c.want)
+			}
+		}
+	})
+
 	// The kube-dns ConfigMap of a cluster migrating from kube-dns, and the
 	// upstreams its stub domain and the node's resolv.conf name.
 	stub := &upstream{zone: ".", answer: "192.0.2.53", ips: []string{harness.NewIP(t)}}
@@ -121,9 +201,13 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 	kubeDNS := `{"acme.local": ["` + stub.ips[0] + `"]}`
 	applyKubeDNSConfigMap(t, k, kubeDNS)
 
-	shipped := shippedCorefile(t, root, "deploy/kube-system/configmap.yaml", "coredns")
-	if live := k.Kubectl(t, "-n", "kube-system", "get", "configmap", "coredns", "-o", "jsonpath={.data.Corefile}"); strings.TrimSpace(live) != strings.TrimSpace(shipped) {
-		t.Fatalf("the API server's ConfigMap differs from deploy/kube-system/configmap.yaml")
+	shippedBytes, err := os.ReadFile(filepath.Join(root, "deploy/kube-system/Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := string(shippedBytes)
+	if live := k.Kubectl(t, "-n", "kube-system", "get", "configmap", cmName, "-o", "jsonpath={.data.Corefile}"); strings.TrimSpace(live) != strings.TrimSpace(shipped) {
+		t.Fatalf("the API server's ConfigMap %s differs from deploy/kube-system/Corefile", cmName)
 	}
 	mustLines(t, shipped, "kubernetes cluster.local in-addr.arpa ip6.arpa {", "pods insecure", "fallthrough in-addr.arpa ip6.arpa", "k8scrd apps.internal {")
 	noDirective(t, shipped, "forward", "kubeconfig")
@@ -207,14 +291,15 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 	})
 
 	t.Run("without the dnsendpoints rule the log says which permission is missing", func(t *testing.T) {
-		// The DNSEndpoint rules are the Role fleetdns:k8scrd in namespace
-		// default (the Corefile's namespaces), not the ClusterRole.
+		// The DNSEndpoint rules are fleetdns's own ClusterRole
+		// fleetdns:k8scrd, granted in namespace default (the Corefile's
+		// namespaces) by a RoleBinding; not system:coredns.
 		for _, r := range shippedClusterRole(t, root).Rules {
 			if slices.Contains(r.APIGroups, "externaldns.k8s.io") {
 				t.Fatalf("the shipped ClusterRole system:coredns holds a dnsendpoints rule: %v", r)
 			}
 		}
-		k.Kubectl(t, "-n", "default", "delete", "role", "fleetdns:k8scrd")
+		k.Kubectl(t, "-n", "default", "delete", "rolebinding", "fleetdns:k8scrd")
 		t.Cleanup(func() { k.Kubectl(t, "apply", "--server-side", "-f", filepath.Join(root, "deploy/rbac/rbac.yaml")) })
 
 		p, addr, readyURL, _ := run(t)
@@ -253,6 +338,44 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 			t.Errorf("%s answers 200 although k8scrd cannot read DNSEndpoints", readyURL)
 		}
 	})
+
+	t.Run("the way back: stock RBAC, Corefile and image, then fleetdns's extras", func(t *testing.T) {
+		// docs/kube-system.md's order: kubeadm's RBAC first (a superset of
+		// what fleetdns reads, so the running pods lose nothing), then the
+		// saved ConfigMap and Deployment (the stock image and the stock
+		// Corefile arrive in the same rollout), and only after that rollout
+		// fleetdns's own objects.
+		for _, saved := range []string{savedRBAC, saved} {
+			if out, err := k.KubectlStdin(saved, "replace", "-f", "-"); err != nil {
+				t.Fatalf("kubectl replace with the saved stock objects: %v\n%s", err, out)
+			}
+		}
+		// The whole stock pod template: the stock image needs its
+		// NET_BIND_SERVICE back (its binary carries the file capability).
+		for path, want := range map[string]string{
+			"{.spec.template.spec.containers[0].image}":                                "registry.k8s.io/coredns/coredns:v1.12.0",
+			"{.spec.template.spec.volumes[?(@.name=='config-volume')].configMap.name}": "coredns",
+			"{.spec.template.spec.containers[0].securityContext.capabilities}":         `{"add":["NET_BIND_SERVICE"],"drop":["ALL"]}`,
+			"{.spec.template.spec.securityContext}":                                    "{}",
+			"{.spec.strategy.rollingUpdate.maxUnavailable}":                            "1",
+		} {
+			if got := k.Kubectl(t, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath="+path); got != want {
+				t.Errorf("after the way back, Deployment coredns %s = %s, want %s", path, got, want)
+			}
+		}
+		if cm := k.Kubectl(t, "-n", "kube-system", "get", "configmap", "coredns", "-o", "jsonpath={.data.Corefile}"); !strings.Contains(cm, "forward . /etc/resolv.conf") {
+			t.Errorf("after the way back, ConfigMap coredns is not the stock Corefile:\n%s", cm)
+		}
+		if out, _ := k.TryKubectl("auth", "can-i", "list", "pods", "--all-namespaces", "--as=system:serviceaccount:kube-system:coredns"); strings.TrimSpace(out) != "yes" {
+			t.Errorf("after the way back, kubeadm's system:coredns does not grant list pods: %q", out)
+		}
+		k.Kubectl(t, "-n", "kube-system", "delete", "pdb/coredns", "configmap/"+cmName)
+		k.Kubectl(t, "delete", "clusterrole/fleetdns:k8scrd")
+		k.Kubectl(t, "-n", "default", "delete", "rolebinding/fleetdns:k8scrd")
+		if out, _ := k.TryKubectl("auth", "can-i", "list", "dnsendpoints.externaldns.k8s.io", "-n", "default", "--as=system:serviceaccount:kube-system:coredns"); strings.TrimSpace(out) != "no" {
+			t.Errorf("after removing fleetdns's extras the ServiceAccount may still list dnsendpoints: %q", out)
+		}
+	})
 }
 
 func shippedClusterRole(t *testing.T, root string) *rbacv1.ClusterRole {
@@ -266,7 +389,7 @@ func shippedClusterRole(t *testing.T, root string) *rbacv1.ClusterRole {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if o.GetKind() == "ClusterRole" {
+		if o.GetKind() == "ClusterRole" && o.GetName() == "system:coredns" {
 			var cr rbacv1.ClusterRole
 			j, _ := o.MarshalJSON()
 			if err := json.Unmarshal(j, &cr); err != nil {
@@ -275,7 +398,7 @@ func shippedClusterRole(t *testing.T, root string) *rbacv1.ClusterRole {
 			return &cr
 		}
 	}
-	t.Fatal("deploy/rbac/rbac.yaml has no ClusterRole")
+	t.Fatal("deploy/rbac/rbac.yaml has no ClusterRole system:coredns")
 	return nil
 }
 

@@ -157,6 +157,13 @@ func TestKubeSystemWorkloadMatchesStockOneForOne(t *testing.T) {
 		t.Errorf("container ports %s, stock %s", portsOf(c.Ports), portsOf(sc.Ports))
 	}
 	checkFleetDNSContainer(t, "kube-system", d.Spec.Template.Spec, c, 8080, 8181)
+	var spread []string
+	for _, tc := range d.Spec.Template.Spec.TopologySpreadConstraints {
+		spread = append(spread, fmt.Sprintf("%s %d %s %v", tc.TopologyKey, tc.MaxSkew, tc.WhenUnsatisfiable, tc.LabelSelector.MatchLabels))
+	}
+	if got, want := strings.Join(spread, "; "), "kubernetes.io/hostname 1 ScheduleAnyway map[k8s-app:kube-dns]; topology.kubernetes.io/zone 1 ScheduleAnyway map[k8s-app:kube-dns]"; got != want {
+		t.Errorf("topologySpreadConstraints %s, want %s", got, want)
+	}
 
 	svc := findObject[corev1.Service](t, ours, "Service", "kube-dns")
 	ssvc := findObject[corev1.Service](t, stock, "Service", "kube-dns")
