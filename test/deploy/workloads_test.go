@@ -64,8 +64,12 @@ func checkFleetDNSContainer(t *testing.T, where string, pod corev1.PodSpec, c co
 	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("%s: container %s has a writable root filesystem", where, c.Name)
 	}
-	if sc.RunAsUser == nil || *sc.RunAsUser != 65532 || sc.RunAsGroup == nil || *sc.RunAsGroup != 65532 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
-		t.Errorf("%s: container %s runAsNonRoot %v runAsUser %v runAsGroup %v, want true 65532 65532 (the image's numeric user)", where, c.Name, sc.RunAsNonRoot, sc.RunAsUser, sc.RunAsGroup)
+	gid := sc.RunAsGroup
+	if gid == nil && pod.SecurityContext != nil {
+		gid = pod.SecurityContext.RunAsGroup
+	}
+	if sc.RunAsUser == nil || *sc.RunAsUser != 65532 || gid == nil || *gid != 65532 || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		t.Errorf("%s: container %s runAsNonRoot %v runAsUser %v runAsGroup %v, want true 65532 65532 (the image's numeric user)", where, c.Name, sc.RunAsNonRoot, sc.RunAsUser, gid)
 	}
 	if sc.Capabilities == nil || fmt.Sprint(sc.Capabilities.Drop) != "[ALL]" || len(sc.Capabilities.Add) != 0 {
 		t.Errorf("%s: container %s capabilities %+v, want drop [ALL] and nothing added", where, c.Name, sc.Capabilities)
