@@ -112,10 +112,22 @@ func TestDifferentialAgainstFilePlugin(t *testing.T) {
 		if _, err := ref.ServeDNS(context.Background(), rec, m); err != nil {
 			t.Fatal(err)
 		}
-		if diff := compareReplies(got, rec.Msg); diff != "" {
+		if diff := compareReplies(got, minimal(rec.Msg)); diff != "" {
 			t.Errorf("%s %s: k8scrd and file differ: %s\nk8scrd:\n%s\nfile:\n%s", q.name, dns.TypeToString[q.qtype], diff, got, rec.Msg)
 		}
 	}
+}
+
+// minimal is m without the zone's NS RRset in the authority section of a
+// positive answer: the file plugin adds it, k8scrd gives minimal responses
+// as Knot and BIND do (the differential against them is test/k8scrd's).
+func minimal(m *dns.Msg) *dns.Msg {
+	if m == nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) == 0 || !m.Authoritative {
+		return m
+	}
+	m = m.Copy()
+	m.Ns = slices.DeleteFunc(m.Ns, func(rr dns.RR) bool { return rr.Header().Rrtype == dns.TypeNS && rr.Header().Name == "example.org." })
+	return m
 }
 
 // compareReplies compares what a resolver sees: rcode, AA and the three
@@ -175,7 +187,6 @@ func TestCNAMEIntoWildcard(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", "soa ns1.example.org hostmaster.example.org\nttl 30\nnegttl 30", diffManifests)
 	check(t, k, []test.Case{
 		{Qname: "wild.example.org.", Qtype: dns.TypeA, Authoritative: true,
-			Answer: []dns.RR{test.CNAME("wild.example.org. 30 IN CNAME x.apps.example.org."), test.A("x.apps.example.org. 30 IN A 192.0.2.80")},
-			Ns:     []dns.RR{test.NS("example.org. 30 IN NS ns1.example.org.")}},
+			Answer: []dns.RR{test.CNAME("wild.example.org. 30 IN CNAME x.apps.example.org."), test.A("x.apps.example.org. 30 IN A 192.0.2.80")}},
 	})
 }

@@ -4,6 +4,7 @@ package k8scrd
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -50,24 +51,79 @@ func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 		return dns.RcodeServerFailure, nil
 	}
 	z := s.zones[zone]
-	answer, ns, extra, res := s.lookup(z, qname, qtype)
-	if res == nameError && k.Fall.Through(qname) {
+	rep := s.lookup(z, qname, qtype)
+	if rep.res == nameError && k.Fall.Through(qname) {
 		return plugin.NextOrFailure(k.Name(), k.Next, ctx, w, r)
 	}
 
 	m := new(dns.Msg)
 	m.SetReply(r)
 	m.Authoritative = true
-	m.Answer, m.Ns, m.Extra = answer, ns, extra
-	switch res {
+	m.Answer, m.Ns = rep.answer, rep.ns
+	switch rep.res {
 	case nameError:
 		m.Rcode = dns.RcodeNameError
 	case delegation:
 		// A referral is not authoritative; an alias in the answer before it is (RFC 1034 §4.3.2).
-		m.Authoritative = len(answer) > 0
+		m.Authoritative = len(rep.answer) > 0
 	}
+	fit(state, m, rep.glue, rep.extra)
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
+}
+
+// fit makes m, with its answer and authority sections set, fit the
+// client's buffer before it is written: the required glue is added, then
+// as much of the optional additional data as fits, whole RRsets, the rest
+// dropped without TC. TC is set only when the required data does not fit
+// (RFC 2181 §9, RFC 9471); the message then carries the question alone, as
+// Knot's do, and the same query over TCP answers in full. CoreDNS's
+// ScrubWriter would set TC whenever it drops any record.
+//
+// With DO set no optional data is added: a dnssec plugin in front signs the
+// message after this fit, the additional section included, and the
+// ScrubWriter's TC for whatever then does not fit must be about required
+// data (RFC 4035 §3.1.1: signatures the answer needs that do not fit set TC).
+func fit(state request.Request, m *dns.Msg, glue, extra []dns.RR) {
+	size := state.Size()
+	opt := 0
+	if o := state.Req.IsEdns0(); o != nil {
+		opt = 11 // the OPT record the ScrubWriter adds to the reply (no options)
+	}
+	m.Extra = glue
+	if m.Len()+opt > size {
+		m.Compress = true
+		if m.Len()+opt > size {
+			m.Truncated = true
+			m.Answer, m.Ns, m.Extra = nil, nil, nil
+			return
+		}
+	}
+	if len(extra) == 0 || state.Do() {
+		return
+	}
+	m.Extra = append(slices.Clip(glue), extra...)
+	if m.Len()+opt <= size {
+		return
+	}
+	m.Compress = true
+	if m.Len()+opt <= size {
+		return
+	}
+	// Whole RRsets (one name and type), in order, while they fit.
+	m.Extra = slices.Clip(glue)
+	for i := 0; i < len(extra); {
+		j := i + 1
+		for j < len(extra) && extra[j].Header().Rrtype == extra[i].Header().Rrtype && extra[j].Header().Name == extra[i].Header().Name {
+			j++
+		}
+		n := len(m.Extra)
+		m.Extra = append(m.Extra, extra[i:j]...)
+		if m.Len()+opt > size {
+			m.Extra = m.Extra[:n]
+		}
+		i = j
+	}
 }
 
 // Name implements the plugin.Handler interface.

@@ -19,36 +19,50 @@ const (
 // maxChain bounds how many CNAMEs inside a zone are followed for one answer.
 const maxChain = 8
 
+// reply is what a lookup produced, by section. The additional section is in
+// two parts: glue is what the answer requires (in-domain glue of a referral,
+// RFC 9471: TC when it does not fit), extra is optional (addresses of the
+// name servers, mail exchangers and services an answer names, sibling glue:
+// added when it fits, dropped without TC).
+type reply struct {
+	answer, ns  []dns.RR
+	glue, extra []dns.RR
+	res         result
+}
+
 // lookup answers qname/qtype from the zone z in snapshot s: map lookups per
-// label of qname, no scan. It returns the answer, authority and additional sections.
-func (s *snapshot) lookup(z *zoneData, qname string, qtype uint16) (answer, ns, extra []dns.RR, res result) {
+// label of qname, no scan. A positive answer carries no authority NS set
+// (minimal responses, as Knot and BIND give them).
+func (s *snapshot) lookup(z *zoneData, qname string, qtype uint16) reply {
 	if qname == z.origin {
 		switch qtype {
 		case dns.TypeSOA:
-			return z.soa, z.ns, nil, success
+			return reply{answer: z.soa}
 		case dns.TypeNS:
-			return z.ns, nil, s.glue(z.ns), success
+			return reply{answer: z.ns, extra: s.addresses(z, z.ns, nil)}
+		case dns.TypeANY:
+			return s.anyApex(z)
 		}
 		if n := s.get(qname); n != nil && n.declared() {
 			return s.answer(z, n, qname, qtype, false)
 		}
-		return nil, z.negSOA, nil, noData
+		return reply{ns: z.negSOA, res: noData}
 	}
 
 	if z.cuts > 0 {
 		if cut, at := s.cut(z, qname); cut != nil {
 			if at == qname && qtype == dns.TypeDS {
 				// The DS RRset lives on the parent side of the cut; we hold none.
-				return nil, z.negSOA, nil, noData
+				return reply{ns: z.negSOA, res: noData}
 			}
-			return nil, cut.get(dns.TypeNS), s.glue(cut.get(dns.TypeNS)), delegation
+			return s.referral(z, cut)
 		}
 	}
 
 	n := s.get(qname)
 	if n != nil {
 		if !n.declared() { // RFC 8020: an empty non-terminal exists, NODATA
-			return nil, z.negSOA, nil, noData
+			return reply{ns: z.negSOA, res: noData}
 		}
 		return s.answer(z, n, qname, qtype, false)
 	}
@@ -56,11 +70,38 @@ func (s *snapshot) lookup(z *zoneData, qname string, qtype uint16) (answer, ns, 
 	// RFC 4592 §3.3.1: the wildcard at the closest encloser is the source of synthesis.
 	if w := s.wildcard(z, qname); w != nil {
 		if !w.declared() {
-			return nil, z.negSOA, nil, noData
+			return reply{ns: z.negSOA, res: noData}
 		}
 		return s.answer(z, w, qname, qtype, true)
 	}
-	return nil, z.negSOA, nil, nameError
+	return reply{ns: z.negSOA, res: nameError}
+}
+
+// referral is the delegation at cut: its NS RRset, the in-domain glue it
+// requires and the other addresses of its name servers that the zone holds.
+func (s *snapshot) referral(z *zoneData, cut *node) reply {
+	nsrrs := cut.get(dns.TypeNS)
+	var glue []dns.RR
+	for _, rr := range nsrrs {
+		if ns, ok := rr.(*dns.NS); ok && dns.IsSubDomain(ns.Hdr.Name, ns.Ns) {
+			glue = s.addrs(glue, ns.Ns)
+		}
+	}
+	return reply{ns: nsrrs, glue: glue, extra: s.addresses(z, nsrrs, cut), res: delegation}
+}
+
+// anyApex answers ANY at the apex: the SOA, the NS RRset and every RRset
+// the objects declare there.
+func (s *snapshot) anyApex(z *zoneData) reply {
+	answer := append(append([]dns.RR{}, z.soa...), z.ns...)
+	if n := s.get(z.origin); n != nil {
+		for _, set := range n.rrsets {
+			if set.rtype != dns.TypeNS && set.rtype != dns.TypeSOA {
+				answer = append(answer, set.rrs...)
+			}
+		}
+	}
+	return reply{answer: answer}
 }
 
 // cut returns the delegation at or above qname (below the apex) and its name, if any.
@@ -98,36 +139,46 @@ func (s *snapshot) wildcard(z *zoneData, qname string) *node {
 }
 
 // answer answers from the declared node n, found for qname (by wildcard when wild).
-func (s *snapshot) answer(z *zoneData, n *node, qname string, qtype uint16, wild bool) (answer, ns, extra []dns.RR, res result) {
+func (s *snapshot) answer(z *zoneData, n *node, qname string, qtype uint16, wild bool) reply {
+	if qtype == dns.TypeANY {
+		// RFC 8482 §4.1 allows one RRset; every RRset of the name is
+		// given, as Knot and NSD give them, and never an empty NODATA.
+		var answer []dns.RR
+		for _, set := range n.rrsets {
+			answer = append(answer, synth(set.rrs, qname, wild)...)
+		}
+		return reply{answer: answer}
+	}
 	if cname := n.get(dns.TypeCNAME); len(cname) > 0 && qtype != dns.TypeCNAME {
 		return s.chase(z, synth(cname, qname, wild), qtype)
 	}
 	rrs := n.get(qtype)
 	if len(rrs) == 0 {
-		return nil, z.negSOA, nil, noData
+		return reply{ns: z.negSOA, res: noData}
 	}
-	return synth(rrs, qname, wild), z.ns, s.additional(rrs), success
+	return reply{answer: synth(rrs, qname, wild), extra: s.additional(z, rrs)}
 }
 
 // chase follows a CNAME chain inside the zone (RFC 1034 §4.3.2). The rcode is
 // that of the last name in the chain (RFC 6604 §3). A target outside the zone
 // ends the chain: the resolver follows it.
-func (s *snapshot) chase(z *zoneData, answer []dns.RR, qtype uint16) ([]dns.RR, []dns.RR, []dns.RR, result) {
+func (s *snapshot) chase(z *zoneData, answer []dns.RR, qtype uint16) reply {
 	seen := map[string]bool{}
 	for range maxChain {
 		target := answer[len(answer)-1].(*dns.CNAME).Target
 		if seen[target] || !dns.IsSubDomain(z.origin, target) {
-			return answer, z.ns, nil, success
+			return reply{answer: answer}
 		}
 		seen[target] = true
-		var ans2, ns2, extra2 []dns.RR
-		var res result
+		var r reply
 		if target == z.origin {
-			ans2, ns2, extra2, res = s.lookup(z, target, qtype)
+			r = s.lookup(z, target, qtype)
 		} else {
 			if z.cuts > 0 {
 				if cut, _ := s.cut(z, target); cut != nil {
-					return answer, cut.get(dns.TypeNS), s.glue(cut.get(dns.TypeNS)), delegation
+					r = s.referral(z, cut)
+					r.answer = answer
+					return r
 				}
 			}
 			n := s.get(target)
@@ -137,9 +188,9 @@ func (s *snapshot) chase(z *zoneData, answer []dns.RR, qtype uint16) ([]dns.RR, 
 			}
 			switch {
 			case n == nil:
-				return answer, z.negSOA, nil, nameError
+				return reply{answer: answer, ns: z.negSOA, res: nameError}
 			case !n.declared():
-				return answer, z.negSOA, nil, noData
+				return reply{answer: answer, ns: z.negSOA, res: noData}
 			}
 			if cname := n.get(dns.TypeCNAME); len(cname) > 0 && qtype != dns.TypeCNAME {
 				answer = append(answer, synth(cname, target, wild)...)
@@ -147,13 +198,14 @@ func (s *snapshot) chase(z *zoneData, answer []dns.RR, qtype uint16) ([]dns.RR, 
 			}
 			rrs := n.get(qtype)
 			if len(rrs) == 0 {
-				return answer, z.negSOA, nil, noData
+				return reply{answer: answer, ns: z.negSOA, res: noData}
 			}
-			ans2, ns2, extra2, res = synth(rrs, target, wild), z.ns, s.additional(rrs), success
+			r = reply{answer: synth(rrs, target, wild), extra: s.additional(z, rrs)}
 		}
-		return append(answer, ans2...), ns2, extra2, res
+		r.answer = append(answer, r.answer...)
+		return r
 	}
-	return answer, z.ns, nil, success
+	return reply{answer: answer}
 }
 
 // synth returns rrs, or copies owned by qname when they come from a wildcard.
@@ -169,24 +221,33 @@ func synth(rrs []dns.RR, qname string, wild bool) []dns.RR {
 	return out
 }
 
-// glue returns the A and AAAA records of the name servers in nsrrs that lie
-// at or below their NS owner (in bailiwick), as a referral needs them.
-func (s *snapshot) glue(nsrrs []dns.RR) (glue []dns.RR) {
-	for _, rr := range nsrrs {
-		ns, ok := rr.(*dns.NS)
-		if !ok || !dns.IsSubDomain(ns.Hdr.Name, ns.Ns) {
-			continue
-		}
-		if n := s.get(ns.Ns); n != nil {
-			glue = append(glue, n.get(dns.TypeA)...)
-			glue = append(glue, n.get(dns.TypeAAAA)...)
-		}
+// addrs appends the A and AAAA records the store holds at name.
+func (s *snapshot) addrs(to []dns.RR, name string) []dns.RR {
+	if n := s.get(name); n != nil {
+		to = append(to, n.get(dns.TypeA)...)
+		to = append(to, n.get(dns.TypeAAAA)...)
 	}
-	return glue
+	return to
 }
 
-// additional returns the addresses of in-store MX and SRV targets.
-func (s *snapshot) additional(rrs []dns.RR) (extra []dns.RR) {
+// addresses returns the optional additional data of an NS RRset: the
+// addresses of its name servers that zone z holds, other than the in-domain
+// glue of the delegation at cut (nil for the apex NS), which is required and
+// given apart. Sibling glue, under another delegation of the zone, is
+// among them (RFC 9471 §2.2, RFC 1034 §4.3.2 step 3b).
+func (s *snapshot) addresses(z *zoneData, nsrrs []dns.RR, cut *node) (extra []dns.RR) {
+	for _, rr := range nsrrs {
+		ns, ok := rr.(*dns.NS)
+		if !ok || !dns.IsSubDomain(z.origin, ns.Ns) || cut != nil && dns.IsSubDomain(ns.Hdr.Name, ns.Ns) {
+			continue
+		}
+		extra = s.addrs(extra, ns.Ns)
+	}
+	return extra
+}
+
+// additional returns the addresses of in-zone MX and SRV targets.
+func (s *snapshot) additional(z *zoneData, rrs []dns.RR) (extra []dns.RR) {
 	var seen map[string]bool
 	for _, rr := range rrs {
 		var name string
@@ -198,17 +259,14 @@ func (s *snapshot) additional(rrs []dns.RR) (extra []dns.RR) {
 		default:
 			return nil
 		}
-		if seen[name] {
+		if seen[name] || !dns.IsSubDomain(z.origin, name) {
 			continue
 		}
 		if seen == nil {
 			seen = map[string]bool{}
 		}
 		seen[name] = true
-		if n := s.get(name); n != nil {
-			extra = append(extra, n.get(dns.TypeA)...)
-			extra = append(extra, n.get(dns.TypeAAAA)...)
-		}
+		extra = s.addrs(extra, name)
 	}
 	return extra
 }

@@ -2,6 +2,7 @@ package k8scrd
 
 import (
 	"fmt"
+	"github.com/coredns/coredns/plugin/test"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -48,7 +49,7 @@ func TestRRsetThatFitsNoMessageIsRefused(t *testing.T) {
 		{"fits.size.example.", dns.TypeA, dns.RcodeSuccess, 250},
 		{"www.size.example.", dns.TypeA, dns.RcodeSuccess, 1},
 	} {
-		m, _ := ask(t, k, c.name, c.qtype)
+		m := askVia(t, k, c.name, c.qtype, &test.ResponseWriter{TCP: true})
 		if m == nil || m.Rcode != c.rcode || len(m.Answer) != c.answers {
 			t.Errorf("%s %s: got %v, want %s with %d answers", c.name, dns.TypeToString[c.qtype], m, dns.RcodeToString[c.rcode], c.answers)
 		}

@@ -225,6 +225,10 @@ var servedTypes = map[string]uint16{
 // target converts one target of an endpoint: an address for A and AAAA
 // (rr nil), else the record.
 func target(hdr dns.RR_Header, t string) (dns.RR, netip.Addr, error) {
+	if hdr.Rrtype == dns.TypeTXT {
+		// Every byte of a TXT target is data: no trimming.
+		return &dns.TXT{Hdr: hdr, Txt: txtStrings(t)}, netip.Addr{}, nil
+	}
 	t = strings.TrimSpace(t)
 	switch hdr.Rrtype {
 	case dns.TypeA, dns.TypeAAAA:
@@ -286,8 +290,6 @@ func target(hdr dns.RR_Header, t string) (dns.RR, netip.Addr, error) {
 			return nil, netip.Addr{}, err
 		}
 		return &dns.SRV{Hdr: hdr, Priority: n[0], Weight: n[1], Port: n[2], Target: host}, netip.Addr{}, nil
-	case dns.TypeTXT:
-		return &dns.TXT{Hdr: hdr, Txt: txtStrings(t)}, netip.Addr{}, nil
 	}
 	// CAA and NAPTR: external-dns targets are the presentation format of the RDATA.
 	rr, err := dns.NewRR(hdr.Name + " " + strconv.FormatUint(uint64(hdr.Ttl), 10) + " IN " + dns.TypeToString[hdr.Rrtype] + " " + t)

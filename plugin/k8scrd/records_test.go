@@ -60,7 +60,16 @@ func TestTargetFormatsRejected(t *testing.T) {
 }
 
 func TestTXTTextSurvivesTheWire(t *testing.T) {
-	for _, target := range []string{`a\b`, `say "hi"`, "semi;colon", "", strings.Repeat(`\`, 300)} {
+	for _, tc := range []struct{ target, wire string }{
+		{`a\b`, `a\b`}, {`say "hi"`, `say "hi"`}, {"semi;colon", "semi;colon"}, {"", ""},
+		{strings.Repeat(`\`, 300), strings.Repeat(`\`, 300)},
+		// Every byte is kept: leading, trailing and inner spaces, tabs.
+		{"  -all  end.  v=spf1 ", "  -all  end.  v=spf1 "}, {"\tx\t", "\tx\t"},
+		{" " + strings.Repeat("y", 300) + " ", " " + strings.Repeat("y", 300) + " "},
+		// A target quoted as a whole is unquoted (external-dns writes them so), its spaces kept.
+		{`"  -all  end.  v=spf1 "`, "  -all  end.  v=spf1 "},
+	} {
+		target := tc.target
 		_, e, _, err := convert(endpoint.NewEndpoint("x.example.org", "TXT", target), []string{"example.org."}, 30)
 		if err != nil {
 			t.Fatal(err)
@@ -82,8 +91,8 @@ func TestTXTTextSurvivesTheWire(t *testing.T) {
 			got += string(rd[1 : 1+int(rd[0])])
 			rd = rd[1+int(rd[0]):]
 		}
-		if got != target {
-			t.Errorf("TXT target %q went on the wire as %q", target, got)
+		if got != tc.wire {
+			t.Errorf("TXT target %q went on the wire as %q, want %q", target, got, tc.wire)
 		}
 	}
 }

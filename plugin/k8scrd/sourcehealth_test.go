@@ -97,11 +97,11 @@ func TestSourceHealthWithdrawsOnlyFromReady(t *testing.T) {
 
 	// The zone's own answers keep every status address.
 	check(t, k, []test.Case{
-		{Qname: "shop.example.org.", Qtype: dns.TypeA, Authoritative: true, Ns: []dns.RR{apexNS}, Answer: []dns.RR{
+		{Qname: "shop.example.org.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{
 			test.A("shop.example.org. 30 IN A 192.0.2.1"), test.A("shop.example.org. 30 IN A 192.0.2.2"), test.A("shop.example.org. 30 IN A 192.0.2.3")}},
-		{Qname: "shop.example.org.", Qtype: dns.TypeAAAA, Authoritative: true, Ns: []dns.RR{apexNS}, Answer: []dns.RR{
+		{Qname: "shop.example.org.", Qtype: dns.TypeAAAA, Authoritative: true, Answer: []dns.RR{
 			test.AAAA("shop.example.org. 30 IN AAAA 2001:db8::1")}},
-		{Qname: "down.example.org.", Qtype: dns.TypeA, Authoritative: true, Ns: []dns.RR{apexNS}, Answer: []dns.RR{
+		{Qname: "down.example.org.", Qtype: dns.TypeA, Authoritative: true, Answer: []dns.RR{
 			test.A("down.example.org. 30 IN A 192.0.2.1"), test.A("down.example.org. 30 IN A 192.0.2.2")}},
 	})
 

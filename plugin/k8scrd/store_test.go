@@ -56,11 +56,11 @@ func TestTenancyStrictFirstNamespaceOwnsName(t *testing.T) {
 	k, dir := newTestPlugin(t, "example.org", zoneBody+"\ntenancy strict", files)
 	check(t, k, []test.Case{
 		{Qname: "t.example.org.", Qtype: dns.TypeA, Authoritative: true,
-			Answer: []dns.RR{test.A("t.example.org. 30 IN A 192.0.2.1"), test.A("t.example.org. 30 IN A 192.0.2.2")}, Ns: []dns.RR{apexNS}},
+			Answer: []dns.RR{test.A("t.example.org. 30 IN A 192.0.2.1"), test.A("t.example.org. 30 IN A 192.0.2.2")}},
 		{Qname: "t.example.org.", Qtype: dns.TypeTXT, Authoritative: true, Ns: []dns.RR{negSOA}},
 		// team-b's other names are its own.
 		{Qname: "free.example.org.", Qtype: dns.TypeA, Authoritative: true,
-			Answer: []dns.RR{test.A("free.example.org. 30 IN A 192.0.2.7")}, Ns: []dns.RR{apexNS}},
+			Answer: []dns.RR{test.A("free.example.org. 30 IN A 192.0.2.7")}},
 	})
 	if d := testutil.ToFloat64(tenancySkipped) - before; d != 2 {
 		t.Errorf("tenancy-skipped endpoints: %v, want 2", d)
@@ -90,7 +90,7 @@ func TestCNAMEBesideOtherDataSkippedAndCounted(t *testing.T) {
 	})
 	check(t, k, []test.Case{
 		{Qname: "c.example.org.", Qtype: dns.TypeA, Authoritative: true,
-			Answer: []dns.RR{test.A("c.example.org. 30 IN A 192.0.2.1")}, Ns: []dns.RR{apexNS}},
+			Answer: []dns.RR{test.A("c.example.org. 30 IN A 192.0.2.1")}},
 		{Qname: "c.example.org.", Qtype: dns.TypeCNAME, Authoritative: true, Ns: []dns.RR{negSOA}},
 		// A CNAME at the apex sits beside SOA and NS: skipped.
 		{Qname: "example.org.", Qtype: dns.TypeA, Authoritative: true, Ns: []dns.RR{negSOA}},
@@ -120,9 +120,9 @@ func TestInvalidEndpointsSkippedRestServed(t *testing.T) {
 	})
 	check(t, k, []test.Case{
 		{Qname: "ok.example.org.", Qtype: dns.TypeA, Authoritative: true,
-			Answer: []dns.RR{test.A("ok.example.org. 30 IN A 192.0.2.1")}, Ns: []dns.RR{apexNS}},
+			Answer: []dns.RR{test.A("ok.example.org. 30 IN A 192.0.2.1")}},
 		{Qname: "ok2.example.org.", Qtype: dns.TypeTXT, Authoritative: true,
-			Answer: []dns.RR{test.TXT(`ok2.example.org. 30 IN TXT "still here"`)}, Ns: []dns.RR{apexNS}},
+			Answer: []dns.RR{test.TXT(`ok2.example.org. 30 IN TXT "still here"`)}},
 		{Qname: "v6.example.org.", Qtype: dns.TypeA, Authoritative: true, Rcode: dns.RcodeNameError, Ns: []dns.RR{negSOA}},
 		{Qname: "srv.example.org.", Qtype: dns.TypeSRV, Authoritative: true, Rcode: dns.RcodeNameError, Ns: []dns.RR{negSOA}},
 	})

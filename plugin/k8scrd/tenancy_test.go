@@ -115,7 +115,7 @@ func TestReservedNamesRefused(t *testing.T) {
 		{Qname: "_gslb-explain.app.example.org.", Qtype: dns.TypeTXT, Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{negSOA}},
 		{Qname: "_gslb-peers.example.org.", Qtype: dns.TypeTXT, Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{negSOA}},
 		{Qname: "app.example.org.", Qtype: dns.TypeA, Authoritative: true,
-			Answer: []dns.RR{test.A("app.example.org. 30 IN A 192.0.2.1")}, Ns: []dns.RR{apexNS}},
+			Answer: []dns.RR{test.A("app.example.org. 30 IN A 192.0.2.1")}},
 	})
 }
 
