@@ -21,6 +21,7 @@ type change struct {
 	key      string
 	obj      *object
 	received time.Time
+	version  uint64 // of a removal: the deletion's resourceVersion (0 unknown)
 }
 
 // builder turns object events into snapshots. Sources call upsert, remove and
@@ -59,6 +60,12 @@ type builder struct {
 	refusedAt  map[string]map[string]int   // name -> tenancy reason -> endpoints refused
 	owner      map[string]string           // name -> owner namespace (strict tenancy or grants)
 	ownedBelow map[string]map[string]int32 // name -> namespace -> owned names strictly below
+	// versions is, per zone, the highest version (resourceVersion or file
+	// time) among the objects it served and the deletions observed: the
+	// SOA serial's source. dataSOA holds the SOA serials the data gives
+	// (directory), per zone and object key.
+	versions map[string]uint64
+	dataSOA  map[string]map[string]uint32
 }
 
 // batchDelay is how long the builder gathers a burst of events into one snapshot.
@@ -71,7 +78,8 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 		objects: make(map[string]*object), byName: make(map[string]*object), more: make(map[string][]*object),
 		skipped: make(map[string]int), conflict: make(map[string]int), oversize: map[string][]uint16{},
 		refusedAt: map[string]map[string]int{}, owner: map[string]string{}, ownedBelow: map[string]map[string]int32{},
-		prefix: store.DefaultPrefix,
+		prefix:   store.DefaultPrefix,
+		versions: map[string]uint64{}, dataSOA: map[string]map[string]uint32{},
 	}
 	now := time.Now
 	b.clock.Store(&now)
@@ -80,7 +88,7 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 		s.shards[i] = map[string]*node{}
 	}
 	for _, z := range cfg.zones {
-		s.zones[z] = b.zone(z, nil, 0, 0, 0)
+		s.zones[z] = b.zone(z, nil, 0, 0, nil)
 	}
 	snap.Store(s)
 	return b
@@ -89,7 +97,13 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 func (b *builder) now() time.Time { return (*b.clock.Load())() }
 
 func (b *builder) upsert(o *object)  { b.queue(change{key: o.key, obj: o, received: b.now()}) }
-func (b *builder) remove(key string) { b.queue(change{key: key, received: b.now()}) }
+func (b *builder) remove(key string) { b.removeAt(key, 0) }
+
+// removeAt removes the object at key, deleted at version (its deletion's
+// resourceVersion; 0 when unknown).
+func (b *builder) removeAt(key string, version uint64) {
+	b.queue(change{key: key, received: b.now(), version: version})
+}
 
 // synced marks the end of the source's first full listing.
 func (b *builder) synced() {
@@ -193,11 +207,16 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 
 	names := map[string]bool{}
 	for key, c := range batch {
+		version := c.version
+		if c.obj != nil {
+			version = c.obj.version
+		}
 		if old := b.objects[key]; old != nil {
 			for name := range old.names {
 				names[name] = true
 				b.undeclare(name, old)
 			}
+			b.observe(e, old, version)
 			delete(b.objects, key)
 		}
 		if o := c.obj; o != nil {
@@ -206,6 +225,7 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 				names[name] = true
 				b.declare(name, o)
 			}
+			b.observe(e, o, version)
 		}
 	}
 	// A name's owner decides for its ancestors' delegations and wildcards
@@ -226,10 +246,79 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 	for z := range e.touched {
 		old := next.zones[z]
 		apex := next.get(z)
-		next.zones[z] = b.zone(z, apex, old.records+e.records[z], old.cuts+e.cuts[z], old.serial)
+		next.zones[z] = b.zone(z, apex, old.records+e.records[z], old.cuts+e.cuts[z], old)
 	}
 	return &next
 }
+
+// observe notes a change of o (its arrival, replacement or removal) at
+// version in the zones o declares names in, and o's SOA from the data.
+func (b *builder) observe(e *edit, o *object, version uint64) {
+	last := ""
+	for name := range o.names {
+		z := plugin.Zones(b.cfg.zones).Matches(name)
+		if z == "" || z == last {
+			continue
+		}
+		last = z
+		b.versions[z] = max(b.versions[z], version)
+	}
+	if o.soa == nil {
+		return
+	}
+	z := o.soa.Hdr.Name
+	e.touched[z] = true
+	b.versions[z] = max(b.versions[z], version)
+	if b.objects[o.key] == o {
+		if b.dataSOA[z] == nil {
+			b.dataSOA[z] = map[string]uint32{}
+		}
+		b.dataSOA[z][o.key] = o.soa.Serial
+	} else {
+		delete(b.dataSOA[z], o.key)
+	}
+}
+
+// serial is the SOA serial of zone z after a change (old is the zone's data
+// before it, nil at start): derived from the data, so that replicas serving
+// the same data publish the same serial (see README, "SOA serial").
+//
+//   - An SOA given in the data (directory) is the serial, as a zone file's is;
+//     of several, the highest (RFC 1982).
+//   - Else the highest version the zone saw: from the API, the highest
+//     resourceVersion among the objects served and the deletions observed,
+//     taken modulo 2^32 (an etcd revision is a uint64 that grows by one per
+//     write in the cluster; RFC 1982 arithmetic holds while fewer than 2^31
+//     writes separate two serials a secondary compares); from a directory, the
+//     newest file time, and one more than the last serial when a change
+//     falls within the same second.
+//   - It never goes back (RFC 1982) in one replica.
+func (b *builder) serial(z string, old *zoneData) uint32 {
+	if soas := b.dataSOA[z]; len(soas) > 0 {
+		var s uint32
+		first := true
+		for _, v := range soas {
+			if first || serialLess(s, v) {
+				s, first = v, false
+			}
+		}
+		return s
+	}
+	s := uint32(b.versions[z])
+	if old == nil {
+		return s
+	}
+	if b.cfg.directory != "" && !serialLess(old.serial, s) {
+		return old.serial + 1
+	}
+	if serialLess(s, old.serial) {
+		return old.serial
+	}
+	return s
+}
+
+// serialLess reports a < b in RFC 1982 serial number arithmetic.
+func serialLess(a, b uint32) bool { return a != b && int32(b-a) > 0 }
 
 // declare notes that o declares name.
 func (b *builder) declare(name string, o *object) {
@@ -680,10 +769,10 @@ func (b *builder) count(name string, skipped, conflicts int) {
 	}
 }
 
-// zone builds the zone data: SOA with the serial of the latest change
-// applied (Unix time, never going back), and the apex NS RRset.
-func (b *builder) zone(origin string, apex *node, records, cuts int, prevSerial uint32) *zoneData {
-	serial := max(uint32(b.now().Unix()), prevSerial)
+// zone builds the zone data: SOA with the serial derived from the data
+// (serial), and the apex NS RRset. old is the zone's data before, nil at start.
+func (b *builder) zone(origin string, apex *node, records, cuts int, old *zoneData) *zoneData {
+	serial := b.serial(origin, old)
 	c := b.cfg
 	mname := c.mname
 	if mname == "" {
@@ -696,7 +785,7 @@ func (b *builder) zone(origin string, apex *node, records, cuts int, prevSerial 
 	soa := &dns.SOA{
 		Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: c.ttl},
 		Ns:  mname, Mbox: rname, Serial: serial,
-		Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: c.negTTL,
+		Refresh: c.refresh, Retry: c.retry, Expire: c.expire, Minttl: c.negTTL,
 	}
 	neg := dns.Copy(soa)
 	neg.Header().Ttl = min(c.ttl, c.negTTL)

@@ -226,11 +226,13 @@ func (d *directory) read(base string) (at time.Time, changed bool) {
 			log.Errorf("Reading %s: %v; skipped", path, err)
 		}
 		if old != nil {
+			now := time.Now()
 			for key := range old.docs {
-				d.b.remove(key)
+				// No file time is left: the deletion's time stands for it.
+				d.b.removeAt(key, uint64(max(now.Unix(), 0)))
 			}
 			delete(d.files, base)
-			return time.Now(), true
+			return now, true
 		}
 		return time.Time{}, false
 	}
@@ -269,7 +271,7 @@ func (d *directory) read(base string) (at time.Time, changed bool) {
 	if old != nil {
 		for key := range old.docs {
 			if _, ok := f.docs[key]; !ok {
-				d.b.remove(key)
+				d.b.removeAt(key, uint64(max(st.ModTime().Unix(), 0)))
 			}
 		}
 	}
@@ -408,6 +410,7 @@ func parseFile(path string, raw []byte, mtime time.Time, cfg *config) (*parsedFi
 			o, bad := newObject(objectMeta{
 				key: key, namespace: ns, name: ep.Name,
 				created: created, changed: mtime, labels: ep.Labels,
+				version: uint64(max(mtime.Unix(), 0)), soa: true,
 			}, ep.Spec.Endpoints, cfg.zones, cfg.ttl)
 			p.docs = append(p.docs, manifestDoc{obj: o, bad: bad, text: string(item), line: doc.line})
 		}

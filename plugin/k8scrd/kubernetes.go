@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -227,7 +228,7 @@ func (k *kubernetes) transform(obj any) (any, error) {
 	}
 	o, bad := newObject(objectMeta{
 		key: ep.Namespace + "/" + ep.Name, namespace: ep.Namespace, name: ep.Name, uid: string(ep.UID),
-		created: ep.CreationTimestamp.Time, changed: t, labels: ep.Labels,
+		created: ep.CreationTimestamp.Time, changed: t, labels: ep.Labels, version: resourceVersion(ep),
 	}, ep.Spec.Endpoints, k.cfg.zones, k.cfg.ttl)
 	return &cached{
 		ObjectMeta: metav1.ObjectMeta{Name: ep.Name, Namespace: ep.Namespace, ResourceVersion: ep.ResourceVersion},
@@ -281,12 +282,22 @@ func (k *kubernetes) delete(obj any) {
 		obj = d.Obj
 	}
 	if c, ok := obj.(*cached); ok {
+		// A watch's DELETED event carries the deletion's resourceVersion;
+		// a deletion missed during a relist the object's last one.
 		if k.owners != nil {
-			k.owners.remove(c.obj.key)
+			k.owners.remove(c.obj.key, resourceVersion(c))
 			return
 		}
-		k.b.remove(c.obj.key)
+		k.b.removeAt(c.obj.key, resourceVersion(c))
 	}
+}
+
+// resourceVersion is an object's resourceVersion as a number: the etcd
+// revision of its last write (kube-apiserver's, opaque by contract but
+// numeric in every conformant server); 0 when it is not a number.
+func resourceVersion(o metav1.Object) uint64 {
+	v, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+	return v
 }
 
 // watchError logs a failing list or watch once per distinct error (the

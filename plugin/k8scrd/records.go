@@ -62,7 +62,13 @@ type object struct {
 	uid       string    // the API object's, for Events; "" from the directory
 	created   time.Time // creationTimestamp: the tenancy order
 	changed   time.Time // when the object last changed, for the propagation delay metric
-	verbatim  bool
+	// version orders the object's writes for the SOA serial: the API's
+	// resourceVersion (an etcd revision), or the file time from a directory.
+	version  uint64
+	verbatim bool
+	// soa is an SOA endpoint given at a zone apex (the directory's data
+	// only): its serial is the zone's, as a zone file's is.
+	soa *dns.SOA
 	// eps are the valid endpoints in one allocation, sorted by name (in the
 	// object's order within a name), their addresses in another: two heap
 	// objects per object rather than a few per endpoint.
@@ -104,6 +110,8 @@ type objectMeta struct {
 	key, namespace, name, uid string
 	created, changed          time.Time
 	labels                    map[string]string
+	version                   uint64 // see object.version
+	soa                       bool   // an SOA endpoint at a zone apex is the zone's SOA serial (directory)
 }
 
 // newObject validates and converts the endpoints of one object. Endpoints that
@@ -111,7 +119,7 @@ type objectMeta struct {
 func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTTL uint32) (o *object, bad []invalid) {
 	o = &object{
 		key: m.key, namespace: m.namespace, name: m.name, uid: m.uid,
-		created: m.created, changed: m.changed,
+		created: m.created, changed: m.changed, version: m.version,
 	}
 	if m.labels != nil {
 		_, v1 := m.labels[verbatimLabel]
@@ -137,6 +145,12 @@ func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTT
 		var e rrEndpoint
 		var reason string
 		var err error
+		if m.soa && strings.EqualFold(ep.RecordType, "SOA") {
+			if err = o.setSOA(ep, zones); err != nil {
+				bad = append(bad, invalid{reason: reasonTarget, msg: fmt.Sprintf("endpoint %d (%s SOA): %v", i, ep.DNSName, err)})
+			}
+			continue
+		}
 		addrs, reason, err = e.convert(ep, zones, defaultTTL, addrs)
 		if err != nil {
 			bad = append(bad, invalid{reason: reason, msg: fmt.Sprintf("endpoint %d (%s %s): %v", i, ep.DNSName, ep.RecordType, err)})
@@ -147,6 +161,29 @@ func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTT
 	slices.SortStableFunc(o.eps, func(x, y rrEndpoint) int { return strings.Compare(x.name, y.name) })
 	o.eps = slices.Clip(o.eps)
 	return o, bad
+}
+
+// setSOA takes the SOA endpoint ep (a directory's data): at a zone apex,
+// one target in the SOA's presentation form (MNAME RNAME SERIAL REFRESH
+// RETRY EXPIRE MINIMUM). Only its serial is used; the other fields are the
+// Corefile's (soa, negttl).
+func (o *object) setSOA(ep *endpoint.Endpoint, zones []string) error {
+	name := strings.ToLower(dns.Fqdn(ep.DNSName))
+	if !slices.Contains(zones, name) {
+		return fmt.Errorf("an SOA is only taken at a zone apex (%s)", strings.Join(zones, " "))
+	}
+	if len(ep.Targets) != 1 {
+		return fmt.Errorf("an SOA has one target, not %d", len(ep.Targets))
+	}
+	rr, err := dns.NewRR(name + " IN SOA " + ep.Targets[0])
+	if err != nil || rr == nil {
+		return fmt.Errorf("SOA target %q does not parse", ep.Targets[0])
+	}
+	if o.soa != nil && o.soa.Hdr.Name != name {
+		return fmt.Errorf("a second SOA in one object")
+	}
+	o.soa = rr.(*dns.SOA)
+	return nil
 }
 
 // convert turns one external-dns endpoint into an rrEndpoint, on its own:

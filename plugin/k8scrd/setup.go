@@ -1,6 +1,7 @@
 package k8scrd
 
 import (
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -38,6 +39,9 @@ type config struct {
 	negTTL     uint32
 	mname      string
 	rname      string
+	// refresh, retry and expire are the SOA timers (`soa MNAME RNAME
+	// [REFRESH RETRY EXPIRE]`).
+	refresh, retry, expire uint32
 	// resources are the kinds served (`resources`; default DNSEndpoint).
 	resources []string
 	// ingressClasses and gatewayClasses filter Ingresses and routes by class
@@ -64,7 +68,7 @@ func (cfg *config) selects(ns string, l map[string]string) bool {
 func (cfg *config) serves(kind string) bool { return slices.Contains(cfg.resources, kind) }
 
 func newConfig() *config {
-	return &config{ttl: 30, negTTL: 30, startupWait: 5 * time.Second, resources: []string{kindDNSEndpoint}}
+	return &config{ttl: 30, negTTL: 30, refresh: 7200, retry: 1800, expire: 86400, startupWait: 5 * time.Second, resources: []string{kindDNSEndpoint}}
 }
 
 func setup(c *caddy.Controller) error {
@@ -201,8 +205,23 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				}
 			case "soa":
 				args := corefile.Args(c)
-				if len(args) != 2 {
+				if len(args) != 2 && len(args) != 5 {
 					return nil, c.ArgErr()
+				}
+				if len(args) == 5 {
+					var t [3]uint32
+					for j, a := range args[2:] {
+						v, err := strconv.ParseUint(a, 10, 32)
+						if err != nil || v == 0 || v > math.MaxInt32 {
+							return nil, c.Errf("soa %s %q: want seconds, 1 to %d", []string{"refresh", "retry", "expire"}[j], a, math.MaxInt32)
+						}
+						t[j] = uint32(v)
+					}
+					if t[1] >= t[0] || t[2] <= t[0] {
+						return nil, c.Errf("soa: want retry < refresh < expire (RFC 1912 §2.2), have %d %d %d", t[0], t[1], t[2])
+					}
+					cfg.refresh, cfg.retry, cfg.expire = t[0], t[1], t[2]
+					args = args[:2]
 				}
 				for j, a := range args {
 					if _, ok := dns.IsDomainName(a); !ok {

@@ -354,6 +354,7 @@ func (d *directory) derive(at time.Time) {
 			if at.After(o.changed) {
 				o.changed = at
 			}
+			o.version = uint64(max(o.changed.Unix(), 0))
 			problems := d.logBad(filepath.Join(d.dir, base), s, decl.bad, bad, old)
 			d.derived[s.key] = &derivedFile{decl: decl, problems: problems}
 			d.b.upsert(o)
@@ -362,7 +363,7 @@ func (d *directory) derive(at time.Time) {
 	for key := range d.derived {
 		if !seen[key] {
 			delete(d.derived, key)
-			d.b.remove(key)
+			d.b.removeAt(key, uint64(max(at.Unix(), 0)))
 		}
 	}
 	notes := map[string]bool{}

@@ -848,12 +848,12 @@ func (g *gslbOwners) upsert(o *object, owner string) {
 	g.count()
 }
 
-// remove drops DNSEndpoint key.
-func (g *gslbOwners) remove(key string) {
+// remove drops DNSEndpoint key, deleted at version (for the SOA serial).
+func (g *gslbOwners) remove(key string, version uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.forget(key)
-	g.b.remove(key)
+	g.b.removeAt(key, version)
 	g.count()
 }
 

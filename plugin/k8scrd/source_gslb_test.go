@@ -409,7 +409,7 @@ func TestGslbOwnersHoldBackOperatorRecords(t *testing.T) {
 		t.Error("k8gb's DNSEndpoint not served again after its Gslb is gone")
 	}
 	g.serve("Gslb:web/shop", "g-1")
-	g.remove("web/shop")
+	g.remove("web/shop", 0)
 	g.unserve("Gslb:web/shop")
 	if has("web/shop") {
 		t.Error("a deleted DNSEndpoint came back")

@@ -63,6 +63,7 @@ type cluster struct {
 	deps    map[string]map[string]struct{}
 	uses    map[string][]string // object key -> what its last derivation read
 	bad     map[string]string   // object key -> the problems last logged
+	gone    map[string]uint64   // object key -> its deletion's resourceVersion, until sync removes it
 
 	// The Gslb source (source_gslb.go): what was last logged of each Gslb,
 	// and the owners of k8gb's DNSEndpoints (nil without resources Gslb).
@@ -159,6 +160,7 @@ func newCluster(cfg *config, b *builder, rc *rest.Config) (*cluster, error) {
 		deps:    map[string]map[string]struct{}{},
 		uses:    map[string][]string{},
 		bad:     map[string]string{},
+		gone:    map[string]uint64{},
 	}
 	c.res = newResolver(cfg.resolvers, resolveFloor, resolveCeiling, resolveMaxNames, func(keys []string) {
 		for _, k := range keys {
@@ -499,6 +501,18 @@ func (c *cluster) objectHandler(kind string) cache.ResourceEventHandler {
 			c.queue.Add(sourceKey(kind, m.GetNamespace(), m.GetName()))
 		}
 	}
+	deleted := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if m, err := meta.Accessor(obj); err == nil {
+			// The deletion's resourceVersion, for the SOA serial (sync).
+			c.mu.Lock()
+			c.gone[sourceKey(kind, m.GetNamespace(), m.GetName())] = resourceVersion(m)
+			c.mu.Unlock()
+		}
+		queue(obj)
+	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: queue,
 		UpdateFunc: func(old, obj any) {
@@ -509,7 +523,7 @@ func (c *cluster) objectHandler(kind string) cache.ResourceEventHandler {
 			}
 			queue(obj)
 		},
-		DeleteFunc: queue,
+		DeleteFunc: deleted,
 	}
 }
 
@@ -599,7 +613,8 @@ func (c *cluster) sync(key string) {
 	c.mu.Unlock()
 	var d *declared
 	var parents []string // a route's Gateways, read even when they do not accept it (yet)
-	switch o := w.get(ns, name).(type) {
+	obj := w.get(ns, name)
+	switch o := obj.(type) {
 	case *networkingv1.Ingress:
 		d = deriveIngress(o, c.cfg, c)
 	case *corev1.Service:
@@ -620,8 +635,13 @@ func (c *cluster) sync(key string) {
 		}
 		c.mu.Lock()
 		delete(c.bad, key)
+		version := c.gone[key]
+		delete(c.gone, key)
 		c.mu.Unlock()
-		c.b.remove(key)
+		if m, err := meta.Accessor(obj); err == nil {
+			version = max(version, resourceVersion(m)) // present, but no longer served
+		}
+		c.b.removeAt(key, version)
 		return
 	}
 	var uses []string
@@ -651,6 +671,7 @@ func (c *cluster) sync(key string) {
 		}
 	}
 	o, bad := d.object(resolved, c.cfg.zones, c.cfg.ttl)
+	o.version = c.version(obj, d)
 	problems := slices.Clone(d.bad)
 	for _, b := range bad {
 		if b.reason != reasonZone {
@@ -659,6 +680,25 @@ func (c *cluster) sync(key string) {
 	}
 	c.logBad(key, kind, ns, name, problems)
 	c.b.upsert(o)
+}
+
+// version is the SOA serial's version of a derived object: the highest
+// resourceVersion among the object and the Gateways whose addresses it
+// serves. Its EndpointSlices are left out: readiness changes what
+// localtargets- and gslb answers hold (store.Host.Ready), never the zone's
+// RRsets, so the serial stays where the zone data does (README).
+func (c *cluster) version(obj any, d *declared) uint64 {
+	var v uint64
+	if m, err := meta.Accessor(obj); err == nil {
+		v = resourceVersion(m)
+	}
+	for _, g := range d.gateways {
+		ns, name, _ := strings.Cut(g, "/")
+		if gw := c.gateway(ns, name); gw != nil {
+			v = max(v, resourceVersion(gw))
+		}
+	}
+	return v
 }
 
 // logBad logs and counts what of an object cannot be served, once per

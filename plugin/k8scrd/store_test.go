@@ -152,27 +152,6 @@ func TestEmptyNonTerminalGoesWithItsLastDescendant(t *testing.T) {
 	testkit.Eventually(t, 5*time.Second, "z gone with w.z", func() bool { return rcode("z.example.org.") == dns.RcodeNameError })
 }
 
-func TestSerialIsUnixTimeOfLatestChangeAndGrows(t *testing.T) {
-	k, dir := newTestPlugin(t, "example.org", zoneBody, nil)
-	serial := func() uint32 { r, _ := ask(t, k, "example.org.", dns.TypeSOA); return r.Answer[0].(*dns.SOA).Serial }
-	s1 := serial()
-	if now := uint32(k.builder.now().Unix()); s1 > now || now-s1 > 5 {
-		t.Errorf("serial %d is not the Unix time of the latest change (now %d)", s1, now)
-	}
-	later := func() time.Time { return time.Unix(int64(s1)+100, 0) }
-	k.builder.clock.Store(&later)
-	write(t, filepath.Join(dir, "a.yaml"), testkit.DNSEndpoint("ns", "a", nil, testkit.EP("a.example.org", "A", 0, "192.0.2.1")))
-	testkit.Eventually(t, 5*time.Second, "serial moves to the change time", func() bool { return serial() == s1+100 })
-	// A clock that goes back never lowers the serial.
-	earlier := func() time.Time { return time.Unix(int64(s1)-1000, 0) }
-	k.builder.clock.Store(&earlier)
-	write(t, filepath.Join(dir, "a.yaml"), testkit.DNSEndpoint("ns", "a", nil, testkit.EP("a.example.org", "A", 0, "192.0.2.2")))
-	testkit.Eventually(t, 5*time.Second, "change applied", hasA(k, t, "a.example.org.", "192.0.2.2"))
-	if s := serial(); s != s1+100 {
-		t.Errorf("serial went from %d to %d", s1+100, s)
-	}
-}
-
 func TestStoreReaderForOtherPlugins(t *testing.T) {
 	k, _ := newTestPlugin(t, "gslb.example.org", "", map[string]string{
 		"a.yaml": testkit.DNSEndpoint("k8gb", "app", map[string]string{"k8gb.io/dnstype": "local"},
