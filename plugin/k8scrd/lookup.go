@@ -90,18 +90,13 @@ func (s *snapshot) referral(z *zoneData, cut *node) reply {
 	return reply{ns: nsrrs, glue: glue, extra: s.addresses(z, nsrrs, cut), res: delegation}
 }
 
-// anyApex answers ANY at the apex: the SOA, the NS RRset and every RRset
-// the objects declare there.
+// anyApex answers ANY at the apex: its RRset of the lowest type, among
+// the SOA, the NS RRset and what the objects declare there (see answer).
 func (s *snapshot) anyApex(z *zoneData) reply {
-	answer := append(append([]dns.RR{}, z.soa...), z.ns...)
-	if n := s.get(z.origin); n != nil {
-		for _, set := range n.rrsets {
-			if set.rtype != dns.TypeNS && set.rtype != dns.TypeSOA {
-				answer = append(answer, set.rrs...)
-			}
-		}
+	if n := s.get(z.origin); n != nil && len(n.rrsets) > 0 && n.rrsets[0].rtype < dns.TypeNS {
+		return reply{answer: n.rrsets[0].rrs}
 	}
-	return reply{answer: answer}
+	return reply{answer: z.ns}
 }
 
 // cut returns the delegation at or above qname (below the apex) and its name, if any.
@@ -140,14 +135,11 @@ func (s *snapshot) wildcard(z *zoneData, qname string) *node {
 
 // answer answers from the declared node n, found for qname (by wildcard when wild).
 func (s *snapshot) answer(z *zoneData, n *node, qname string, qtype uint16, wild bool) reply {
-	if qtype == dns.TypeANY {
-		// RFC 8482 §4.1 allows one RRset; every RRset of the name is
-		// given, as Knot and NSD give them, and never an empty NODATA.
-		var answer []dns.RR
-		for _, set := range n.rrsets {
-			answer = append(answer, synth(set.rrs, qname, wild)...)
-		}
-		return reply{answer: answer}
+	if qtype == dns.TypeANY && len(n.rrsets) > 0 {
+		// One RRset of the name (RFC 8482 §4.1), never an empty NODATA:
+		// the one of the lowest type, as Knot and NSD choose it (rrsets
+		// are sorted by type). Over TCP too, as they answer.
+		return reply{answer: synth(n.rrsets[0].rrs, qname, wild)}
 	}
 	if cname := n.get(dns.TypeCNAME); len(cname) > 0 && qtype != dns.TypeCNAME {
 		return s.chase(z, synth(cname, qname, wild), qtype)

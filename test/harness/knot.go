@@ -1,0 +1,99 @@
+package harness
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/miekg/dns"
+)
+
+// Knot is a Debian `knot` (knotd) process serving zone files, a reference
+// authoritative server for differential tests beside NSD.
+type Knot struct {
+	*Process
+	Addr string // "ip:53"
+}
+
+// StartKnot starts knotd on a fresh loopback address with its own
+// configuration and storage in a temp dir, serving zones (origin -> zone
+// file text) unsigned and as written (semantic checks off, no journal), and
+// waits until it answers the SOA of every zone.
+func StartKnot(t testing.TB, zones map[string]string) *Knot {
+	t.Helper()
+	bin := LookPath(t, "knotd")
+	ip := NewIP(t)
+	dir := t.TempDir()
+	var conf strings.Builder
+	fmt.Fprintf(&conf, `server:
+    rundir: %q
+    listen: %s@53
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+log:
+  - target: stderr
+    any: warning
+database:
+    storage: %q
+template:
+  - id: default
+    storage: %q
+    semantic-checks: off
+    zonefile-sync: -1
+    zonefile-load: whole
+    journal-content: none
+zone:
+`, dir, ip, dir, dir)
+	origins := make([]string, 0, len(zones))
+	for origin := range zones {
+		origins = append(origins, dns.Fqdn(origin))
+	}
+	sort.Strings(origins)
+	for _, origin := range origins {
+		file := strings.TrimSuffix(origin, ".") + ".zone"
+		text := zones[origin]
+		if text == "" {
+			text = zones[strings.TrimSuffix(origin, ".")]
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&conf, "  - domain: %q\n    file: %q\n", origin, file)
+	}
+	cf := filepath.Join(dir, "knot.conf")
+	if err := os.WriteFile(cf, []byte(conf.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Run under a name of its own: scripts/test-deps.sh stops the knotd
+	// service that installing the package starts (pkill -x knotd), and
+	// must not stop a test's, as it would when run beside the tests.
+	own := filepath.Join(dir, "fleetdns-knotd")
+	if err := os.Symlink(bin, own); err != nil {
+		t.Fatal(err)
+	}
+	k := &Knot{Addr: net.JoinHostPort(ip, "53")}
+	k.Process = StartProcess(t, "knotd", own, []string{"-c", cf}, dir)
+	for _, origin := range origins {
+		msg, ok := testkit.Within(20*time.Second, func() (bool, string) {
+			if !k.Running() {
+				return false, fmt.Sprintf("knotd exited: %v", k.ExitErr())
+			}
+			r, err := Ask(k.Addr, origin, dns.TypeSOA, NoRD, Timeout(300*time.Millisecond), Attempts(1))
+			if err != nil {
+				return false, err.Error()
+			}
+			return r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0, "SOA " + origin + ": " + dns.RcodeToString[r.Rcode]
+		})
+		if !ok {
+			t.Fatalf("knotd not serving %s: %s\n--- knotd log ---\n%s", origin, msg, k.Log())
+		}
+	}
+	return k
+}
