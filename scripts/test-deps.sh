@@ -20,9 +20,10 @@ BIN="$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin"
 log() { echo "test-deps: $*" >&2; }
 
 # valgrind: make bench-instr (callgrind); prometheus: promtool for
-# test/monitoring; runc, ca-certificates: test/image and make image; the
-# rest: the tests and make bench.
-apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound pdns-recursor dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind prometheus runc ca-certificates)
+# test/monitoring; runc, ca-certificates: test/image and make image;
+# zonemaster-cli: test/k8scrd (replicas' SOA serials); pdns-recursor:
+# test/gslb (ECS caching); the rest: the tests and make bench.
+apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound pdns-recursor dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind prometheus runc ca-certificates zonemaster-cli)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -27,8 +27,14 @@ type Knot struct {
 // waits until it answers the SOA of every zone.
 func StartKnot(t testing.TB, zones map[string]string) *Knot {
 	t.Helper()
+	return StartKnotAt(t, NewIP(t), zones)
+}
+
+// StartKnotAt is StartKnot on ip (from NewIP), for zones that name their
+// own server's address.
+func StartKnotAt(t testing.TB, ip string, zones map[string]string) *Knot {
+	t.Helper()
 	bin := LookPath(t, "knotd")
-	ip := NewIP(t)
 	dir := t.TempDir()
 	var conf strings.Builder
 	fmt.Fprintf(&conf, `server:
@@ -58,6 +64,9 @@ zone:
 	sort.Strings(origins)
 	for _, origin := range origins {
 		file := strings.TrimSuffix(origin, ".") + ".zone"
+		if origin == "." {
+			file = "root.zone"
+		}
 		text := zones[origin]
 		if text == "" {
 			text = zones[strings.TrimSuffix(origin, ".")]
