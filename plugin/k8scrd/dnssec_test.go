@@ -2,7 +2,6 @@ package k8scrd
 
 import (
 	"context"
-	"crypto"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,7 +29,7 @@ func signedFront(t *testing.T, k *K8sCRD, zone string) dnssec.Dnssec {
 	if err := os.WriteFile(base+".key", []byte(key.String()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(base+".private", []byte(key.PrivateKeyString(priv.(crypto.PrivateKey))), 0o600); err != nil {
+	if err := os.WriteFile(base+".private", []byte(key.PrivateKeyString(priv)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dk, err := dnssec.ParseKeyFile(base+".key", base+".private")
