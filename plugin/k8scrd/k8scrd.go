@@ -85,13 +85,17 @@ func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 // ScrubWriter's TC for whatever then does not fit must be about required
 // data (RFC 4035 §3.1.1: signatures the answer needs that do not fit set TC).
 func fit(state request.Request, m *dns.Msg, glue, extra []dns.RR) {
-	size := state.Size()
-	opt := 0
+	opt, do := 0, false
 	if o := state.Req.IsEdns0(); o != nil {
-		opt = 11 // the OPT record the ScrubWriter adds to the reply (no options)
+		opt, do = 11, o.Do() // the OPT record the ScrubWriter adds to the reply (no options)
 	}
 	m.Extra = glue
-	if m.Len()+opt > size {
+	l := m.Len() + opt
+	if l <= dns.MinMsgSize && (len(extra) == 0 || do) {
+		return // fits any client: the transport and buffer need not be asked
+	}
+	size := state.Size()
+	if l > size {
 		m.Compress = true
 		if m.Len()+opt > size {
 			m.Truncated = true
@@ -99,7 +103,7 @@ func fit(state request.Request, m *dns.Msg, glue, extra []dns.RR) {
 			return
 		}
 	}
-	if len(extra) == 0 || state.Do() {
+	if len(extra) == 0 || do {
 		return
 	}
 	m.Extra = append(slices.Clip(glue), extra...)
