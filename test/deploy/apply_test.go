@@ -1,11 +1,13 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetdns/fleetdns/test/harness"
 	appsv1 "k8s.io/api/apps/v1"
@@ -252,5 +254,30 @@ func TestInvalidDNSEndpointsRejectedByCRD(t *testing.T) {
 	}
 	if out, _ := k.TryKubectl("-n", "fleetdns", "get", "dnsendpoint", "bad"); !strings.Contains(out, "NotFound") {
 		t.Errorf("an invalid DNSEndpoint was stored: %s", out)
+	}
+}
+
+// TestParentKustomizationAppliesWhereNoFleetRuns applies
+// deploy/multicluster/parent as docs/multicluster-gslb.md says to on the
+// parent zone's cluster, where deploy/gslb never ran: the namespace it
+// needs comes with it. The namespace is renamed to one that does not exist
+// on the shared API server, so the apply cannot lean on another test's.
+func TestParentKustomizationAppliesWhereNoFleetRuns(t *testing.T) {
+	k := harness.SharedKube(t)
+	root := harness.ModuleRoot(t)
+	objs := kustomize(t, k, root, "deploy/multicluster/parent")
+	fresh := fmt.Sprintf("parent-%d", time.Now().UnixNano()%1_000_000)
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Namespace" && o.GetName() == "fleetdns":
+			o.SetName(fresh)
+		case o.GetNamespace() == "fleetdns":
+			o.SetNamespace(fresh)
+		}
+	}
+	t.Cleanup(func() { k.Kubectl(t, "delete", "namespace", fresh, "--wait=false") })
+	kubectlApply(t, k, objs)
+	if out := k.Kubectl(t, "-n", fresh, "get", "dnsendpoints", "-o", "name"); !strings.Contains(out, "dnsendpoint.externaldns.k8s.io/gslb-delegation") {
+		t.Errorf("after applying the parent tree on a cluster without namespace fleetdns: %q, want the delegation stored", out)
 	}
 }
