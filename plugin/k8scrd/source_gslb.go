@@ -574,27 +574,10 @@ func (c *cluster) kindHandler(kind string) cache.ResourceEventHandler {
 	if own {
 		hs = append(hs, c.objectHandler(kind))
 	}
-	touch := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if m, err := meta.Accessor(obj); err == nil {
-			c.touch(depRef + kind + ":" + m.GetNamespace() + "/" + m.GetName())
-			c.touch(depRefNS + kind + ":" + m.GetNamespace())
-		}
-	}
-	hs = append(hs, cache.ResourceEventHandlerFuncs{
-		AddFunc: touch,
-		UpdateFunc: func(old, obj any) {
-			o, err1 := meta.Accessor(old)
-			n, err2 := meta.Accessor(obj)
-			if err1 == nil && err2 == nil && o.GetResourceVersion() == n.GetResourceVersion() {
-				return
-			}
-			touch(obj)
-		},
-		DeleteFunc: touch,
-	})
+	hs = append(hs, metaHandler(func(m metav1.Object) {
+		c.touch(depRef + kind + ":" + m.GetNamespace() + "/" + m.GetName())
+		c.touch(depRefNS + kind + ":" + m.GetNamespace())
+	}, nil))
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			for _, h := range hs {

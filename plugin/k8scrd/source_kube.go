@@ -491,53 +491,53 @@ const (
 	depGateway = "gw:"
 )
 
-// objectHandler queues the objects of a derived kind as they change.
-func (c *cluster) objectHandler(kind string) cache.ResourceEventHandler {
-	queue := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if m, err := meta.Accessor(obj); err == nil {
-			c.queue.Add(sourceKey(kind, m.GetNamespace(), m.GetName()))
+// metaHandler calls f with the metadata of an object added, changed or
+// deleted (del for a deletion when set), tombstones unwrapped. An update
+// of the same resourceVersion (a resync or relist) is no change.
+func metaHandler(f, del func(metav1.Object)) cache.ResourceEventHandler {
+	if del == nil {
+		del = f
+	}
+	call := func(g func(metav1.Object)) func(any) {
+		return func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if m, err := meta.Accessor(obj); err == nil {
+				g(m)
+			}
 		}
 	}
-	deleted := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if m, err := meta.Accessor(obj); err == nil {
-			// The deletion's resourceVersion, for the SOA serial (sync).
-			c.mu.Lock()
-			c.gone[sourceKey(kind, m.GetNamespace(), m.GetName())] = resourceVersion(m)
-			c.mu.Unlock()
-		}
-		queue(obj)
-	}
+	changed := call(f)
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: queue,
+		AddFunc: changed,
 		UpdateFunc: func(old, obj any) {
 			o, err1 := meta.Accessor(old)
 			n, err2 := meta.Accessor(obj)
 			if err1 == nil && err2 == nil && o.GetResourceVersion() == n.GetResourceVersion() {
 				return
 			}
-			queue(obj)
+			changed(obj)
 		},
-		DeleteFunc: deleted,
+		DeleteFunc: call(del),
 	}
+}
+
+// objectHandler queues the objects of a derived kind as they change.
+func (c *cluster) objectHandler(kind string) cache.ResourceEventHandler {
+	queue := func(m metav1.Object) { c.queue.Add(sourceKey(kind, m.GetNamespace(), m.GetName())) }
+	return metaHandler(queue, func(m metav1.Object) {
+		// The deletion's resourceVersion, for the SOA serial (sync).
+		c.mu.Lock()
+		c.gone[sourceKey(kind, m.GetNamespace(), m.GetName())] = resourceVersion(m)
+		c.mu.Unlock()
+		queue(m)
+	})
 }
 
 // dependencyHandler queues the objects whose derivation read what changed.
 func (c *cluster) dependencyHandler(prefix string) cache.ResourceEventHandler {
-	touch := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if m, err := meta.Accessor(obj); err == nil {
-			c.touch(prefix + m.GetNamespace() + "/" + m.GetName())
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: touch, UpdateFunc: func(_, obj any) { touch(obj) }, DeleteFunc: touch}
+	return metaHandler(func(m metav1.Object) { c.touch(prefix + m.GetNamespace() + "/" + m.GetName()) }, nil)
 }
 
 // sliceHandler queues the objects backed by a Service whose readiness may have changed.
