@@ -16,10 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/util/retry"
 )
 
 const (
@@ -126,7 +124,6 @@ func (s *site) world(t *testing.T) {
 // as the EndpointSlice controller labels it (the address is data).
 func (s *site) slice(t *testing.T, ns, svc string, ready bool) {
 	t.Helper()
-	api := s.k.Clientset().DiscoveryV1().EndpointSlices(ns)
 	es := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: svc + "-1", Labels: map[string]string{
 			"kubernetes.io/service-name": svc, "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
@@ -134,22 +131,7 @@ func (s *site) slice(t *testing.T, ns, svc string, ready bool) {
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"198.18.0.10"},
 			Conditions: discoveryv1.EndpointConditions{Ready: new(ready), Serving: new(ready), Terminating: new(false)}}},
 	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := api.Get(harness.Context(t), es.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = api.Create(harness.Context(t), es, metav1.CreateOptions{})
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		es.ResourceVersion = cur.ResourceVersion
-		_, err = api.Update(harness.Context(t), es, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.k.PutEndpointSlice(t, ns, es)
 }
 
 // gslb applies a Gslb (k8gb.io) in ns named name with the spec's YAML body.

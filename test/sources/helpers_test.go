@@ -232,23 +232,7 @@ func (c *cluster) slice(t testing.TB, ns, svc, name string, eps ...ep) {
 			Conditions: discoveryv1.EndpointConditions{Ready: e.ready, Serving: e.ready, Terminating: e.terminating},
 		})
 	}
-	api := c.cs.DiscoveryV1().EndpointSlices(ns)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := api.Get(harness.Context(t), name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = api.Create(harness.Context(t), es, metav1.CreateOptions{})
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		es.ResourceVersion = cur.ResourceVersion
-		_, err = api.Update(harness.Context(t), es, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("EndpointSlice %s/%s: %v", ns, name, err)
-	}
+	c.k.PutEndpointSlice(t, ns, es)
 }
 
 // ---- Ingresses and IngressClasses
