@@ -8,9 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -89,20 +87,7 @@ zone:
 	}
 	k := &Knot{Addr: net.JoinHostPort(ip, "53")}
 	k.Process = StartProcess(t, "knotd", own, []string{"-c", cf}, dir)
-	for _, origin := range origins {
-		msg, ok := testkit.Within(20*time.Second, func() (bool, string) {
-			if !k.Running() {
-				return false, fmt.Sprintf("knotd exited: %v", k.ExitErr())
-			}
-			r, err := Ask(k.Addr, origin, dns.TypeSOA, NoRD, Timeout(300*time.Millisecond), Attempts(1))
-			if err != nil {
-				return false, err.Error()
-			}
-			return r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0, "SOA " + origin + ": " + dns.RcodeToString[r.Rcode]
-		})
-		if !ok {
-			t.Fatalf("knotd not serving %s: %s\n--- knotd log ---\n%s", origin, msg, k.Log())
-		}
-	}
+	waitServing(t, k.Process, "knotd", k.Addr, origins)
+
 	return k
 }

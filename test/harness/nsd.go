@@ -68,20 +68,29 @@ func StartNSD(t testing.TB, zones map[string]string, extraServer ...string) *NSD
 	}
 	n := &NSD{Addr: net.JoinHostPort(ip, "53")}
 	n.Process = StartProcess(t, "nsd", bin, []string{"-d", "-c", cf}, dir)
+	waitServing(t, n.Process, "nsd", n.Addr, origins)
+
+	return n
+}
+
+// waitServing waits until the reference server p (named name in messages)
+// answers the SOA of every origin at addr, and fails the test with its log
+// if it exits or does not within 20 s.
+func waitServing(t testing.TB, p *Process, name, addr string, origins []string) {
+	t.Helper()
 	for _, origin := range origins {
 		msg, ok := testkit.Within(20*time.Second, func() (bool, string) {
-			if !n.Running() {
-				return false, fmt.Sprintf("nsd exited: %v", n.ExitErr())
+			if !p.Running() {
+				return false, fmt.Sprintf("%s exited: %v", name, p.ExitErr())
 			}
-			r, err := Ask(n.Addr, origin, dns.TypeSOA, NoRD, Timeout(300*time.Millisecond), Attempts(1))
+			r, err := Ask(addr, origin, dns.TypeSOA, NoRD, Timeout(300*time.Millisecond), Attempts(1))
 			if err != nil {
 				return false, err.Error()
 			}
 			return r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0, "SOA " + origin + ": " + dns.RcodeToString[r.Rcode]
 		})
 		if !ok {
-			t.Fatalf("nsd not serving %s: %s\n--- nsd log ---\n%s", origin, msg, n.Log())
+			t.Fatalf("%s not serving %s: %s\n--- %s log ---\n%s", name, origin, msg, name, p.Log())
 		}
 	}
-	return n
 }
