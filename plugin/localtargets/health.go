@@ -356,24 +356,42 @@ const (
 	reasonInvalid = "invalid"  // health/* properties that do not parse
 )
 
+// scan is what the store's hosts want checked: the outcome of wanted,
+// computed from the store alone, which reconcile applies to the checker.
+type scan struct {
+	wanted map[probeSpec]struct{}
+	hosts  map[string]cachedHost // parsed checks of hosts with properties
+	// unchecked counts the targets not checked, by reason; firstHost names
+	// a host of each reason, for the log.
+	unchecked map[string]int
+	firstHost map[string]string
+}
+
 // rescan finds the checks that the store's hosts want, starts those that
 // are new, and lets those no host wants linger, then forgets them.
 func (c *checker) rescan() {
 	if !c.reader.Synced() {
 		return
 	}
-	wanted := map[probeSpec]struct{}{}
-	hosts := map[string]cachedHost{}
-	unchecked := map[string]int{}
-	firstHost := map[string]string{}
+	c.reconcile(c.wanted())
+}
+
+// wanted walks the store and returns the checks its hosts want, within the
+// caps. It reads the configuration and the store only, never the checks'
+// state, and takes no lock of the checker.
+func (c *checker) wanted() *scan {
+	sc := &scan{
+		wanted: map[probeSpec]struct{}{}, hosts: map[string]cachedHost{},
+		unchecked: map[string]int{}, firstHost: map[string]string{},
+	}
 	skip := func(reason, host string, n int) {
 		if n <= 0 {
 			return
 		}
-		if unchecked[reason] == 0 {
-			firstHost[reason] = host
+		if sc.unchecked[reason] == 0 {
+			sc.firstHost[reason] = host
 		}
-		unchecked[reason] += n
+		sc.unchecked[reason] += n
 	}
 	for _, zone := range c.zones {
 		var hs []*store.Host
@@ -399,7 +417,7 @@ func (c *checker) rescan() {
 		for _, h := range hs {
 			hck := c.hc.forHost(h)
 			if len(h.Properties) > 0 {
-				hosts[h.Name] = cachedHost{props: hostProps(h), hc: hck}
+				sc.hosts[h.Name] = cachedHost{props: hostProps(h), hc: hck}
 			}
 			if hck.none {
 				continue
@@ -429,16 +447,21 @@ func (c *checker) rescan() {
 						}
 						inZone[key] = struct{}{}
 					}
-					wanted[key] = struct{}{}
+					sc.wanted[key] = struct{}{}
 				}
 			}
 		}
 	}
+	return sc
+}
 
+// reconcile applies a scan under the lock: the checks it wants and are new
+// start, those no host wants any more linger, then are forgotten.
+func (c *checker) reconcile(sc *scan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	for key := range wanted {
+	for key := range sc.wanted {
 		if ch, ok := c.checks[key]; ok {
 			c.want(ch)
 		} else {
@@ -447,7 +470,7 @@ func (c *checker) rescan() {
 	}
 	var lingering []*check
 	for key, ch := range c.checks {
-		if _, ok := wanted[key]; ok {
+		if _, ok := sc.wanted[key]; ok {
 			continue
 		}
 		c.unwant(ch, now)
@@ -465,8 +488,8 @@ func (c *checker) rescan() {
 			delete(c.checks, ch.key)
 		}
 	}
-	c.publish(hosts)
-	c.setUnchecked(unchecked, firstHost)
+	c.publish(sc.hosts)
+	c.setUnchecked(sc.unchecked, sc.firstHost)
 	c.scanned = true
 	c.updateReady()
 	c.wakeScheduler()
