@@ -70,6 +70,10 @@ type checker struct {
 	// unchecked is the number of targets not checked at the last rescan, by
 	// reason, as published in uncheckedTargets.
 	unchecked map[string]int
+	// refused are the refused targets by class at the last rescan, as
+	// published in refusedTargets; refusedHosts the hosts logged for it.
+	refused      map[string]int
+	refusedHosts map[string]string
 
 	scanned bool // the store was scanned once: ready may latch
 
@@ -248,6 +252,10 @@ func (c *checker) stop() {
 		uncheckedTargets.WithLabelValues(reason).Sub(float64(n))
 	}
 	clear(c.unchecked)
+	for class, n := range c.refused {
+		refusedTargets.WithLabelValues(class).Sub(float64(n))
+	}
+	clear(c.refused)
 	c.mu.Unlock()
 }
 
@@ -350,7 +358,7 @@ func (c *checker) unwant(ch *check, now time.Time) {
 
 // Reasons a target is not checked, the label of uncheckedTargets.
 const (
-	reasonRefused = "refused"  // an address never checked unless allowed
+	reasonRefused = "refused"  // an address or check refused (refused_targets has the class)
 	reasonHost    = "host_cap" // beyond max_per_host
 	reasonZone    = "zone_cap" // beyond max_per_zone
 	reasonInvalid = "invalid"  // health/* properties that do not parse
@@ -365,6 +373,10 @@ type scan struct {
 	// a host of each reason, for the log.
 	unchecked map[string]int
 	firstHost map[string]string
+	// refused counts the refused targets by class, and refusedHosts names
+	// the class of each host with a refused target (the first found).
+	refused      map[string]int
+	refusedHosts map[string]string
 }
 
 // rescan finds the checks that the store's hosts want, starts those that
@@ -383,6 +395,7 @@ func (c *checker) wanted() *scan {
 	sc := &scan{
 		wanted: map[probeSpec]struct{}{}, hosts: map[string]cachedHost{},
 		unchecked: map[string]int{}, firstHost: map[string]string{},
+		refused: map[string]int{}, refusedHosts: map[string]string{},
 	}
 	skip := func(reason, host string, n int) {
 		if n <= 0 {
@@ -392,6 +405,13 @@ func (c *checker) wanted() *scan {
 			sc.firstHost[reason] = host
 		}
 		sc.unchecked[reason] += n
+	}
+	refuse := func(class, host string, n int) {
+		skip(reasonRefused, host, n)
+		sc.refused[class] += n
+		if _, ok := sc.refusedHosts[host]; !ok {
+			sc.refusedHosts[host] = class
+		}
 	}
 	for _, zone := range c.zones {
 		var hs []*store.Host
@@ -426,6 +446,10 @@ func (c *checker) wanted() *scan {
 				skip(reasonInvalid, h.Name, len(h.A)+len(h.AAAA))
 				continue
 			}
+			if hck.refused != "" {
+				refuse(hck.refused, h.Name, len(h.A)+len(h.AAAA))
+				continue
+			}
 			// Every target, also those source health withdraws (Host.Ready):
 			// a verdict is the check's, and a source object that becomes
 			// ready again finds its targets' verdicts current.
@@ -436,8 +460,8 @@ func (c *checker) wanted() *scan {
 					if !key.addr.IsValid() {
 						key.addr = ip.Unmap()
 					}
-					if !c.hc.checkable(key.addr) {
-						skip(reasonRefused, h.Name, 1)
+					if class := c.hc.refusal(key.addr, key.tenant); class != "" {
+						refuse(class, h.Name, 1)
 						continue
 					}
 					if _, ok := inZone[key]; !ok {
@@ -490,6 +514,7 @@ func (c *checker) reconcile(sc *scan) {
 	}
 	c.publish(sc.hosts)
 	c.setUnchecked(sc.unchecked, sc.firstHost)
+	c.setRefused(sc.refused, sc.refusedHosts)
 	c.scanned = true
 	c.updateReady()
 	c.wakeScheduler()
@@ -508,7 +533,7 @@ func (c *checker) setUnchecked(unchecked map[string]int, firstHost map[string]st
 		if n > 0 {
 			switch reason {
 			case reasonRefused:
-				log.Warningf("%d targets not checked and not served, of hosts such as %s: loopback, link-local, unspecified or metadata addresses (see allow)", n, firstHost[reason])
+				log.Warningf("%d targets not checked and not served, of hosts such as %s: refused addresses or checks (see allow, deny, tenant_address, tenant_body)", n, firstHost[reason])
 			case reasonHost:
 				log.Warningf("%d targets not checked and not served, of hosts such as %s: beyond %d per host and family (see max_per_host)", n, firstHost[reason], c.hc.maxPerHost)
 			case reasonZone:
@@ -519,6 +544,36 @@ func (c *checker) setUnchecked(unchecked map[string]int, firstHost map[string]st
 		}
 	}
 	c.unchecked = unchecked
+}
+
+// maxRefusedLogs bounds the hosts logged by name in one rescan: the rest
+// are counted in one line.
+const maxRefusedLogs = 10
+
+// setRefused publishes the refused targets by class and logs each host
+// whose check became refused, once (by host name and class, not address).
+// c.mu is held.
+func (c *checker) setRefused(refused map[string]int, hosts map[string]string) {
+	for _, class := range refusalClasses {
+		if d := refused[class] - c.refused[class]; d != 0 {
+			refusedTargets.WithLabelValues(class).Add(float64(d))
+		}
+	}
+	c.refused = refused
+	var fresh []string
+	for h, class := range hosts {
+		if c.refusedHosts[h] != class {
+			fresh = append(fresh, h)
+		}
+	}
+	slices.Sort(fresh)
+	for _, h := range fresh[:min(len(fresh), maxRefusedLogs)] {
+		log.Warningf("Health check of %s refused (%s): its targets are not checked and not served (see allow, deny, tenant_address, tenant_body)", h, hosts[h])
+	}
+	if len(fresh) > maxRefusedLogs {
+		log.Warningf("Health checks of %d more hosts refused", len(fresh)-maxRefusedLogs)
+	}
+	c.refusedHosts = hosts
 }
 
 // record moves ch through its states: unknown -> healthy on the first pass,

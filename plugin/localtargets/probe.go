@@ -16,8 +16,8 @@ import (
 func (c *checker) check(ctx context.Context, p probeSpec) error {
 	// Never reached through the query or a redirect, but checked here too:
 	// whatever builds a probeSpec, the refused addresses are not dialled.
-	if !c.hc.checkable(p.addr) {
-		return fmt.Errorf("%s: address not allowed", p.proto)
+	if class := p.refusedBy(&c.hc); class != "" {
+		return fmt.Errorf("%s: %s address not allowed", p.proto, class)
 	}
 	hostport := net.JoinHostPort(p.addr.String(), strconv.Itoa(int(p.port)))
 	if p.proto == "tcp" {
