@@ -90,4 +90,3 @@ var checkClient = &http.Client{
 	},
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
-
