@@ -1,6 +1,7 @@
 package localtargets
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -65,8 +66,15 @@ type checker struct {
 
 	mu     sync.Mutex
 	checks map[probeSpec]*check
-	queue  checkQueue // wanted checks not in flight, by due time
-	counts [3]int     // wanted checks by state, as published in targetsByState
+	queue  checkQueue // wanted checks not yet due, by due time
+	// dueBy holds the due checks by owner, and the owners' checks in
+	// flight; ring are the owners with due checks, taken in turn from
+	// cursor (see pick). busy is the checks in flight.
+	dueBy  map[string]*ownerChecks
+	ring   []string
+	cursor int
+	busy   int
+	counts [3]int // wanted checks by state, as published in targetsByState
 	// unchecked is the number of targets not checked at the last rescan, by
 	// reason, as published in uncheckedTargets.
 	unchecked map[string]int
@@ -98,9 +106,19 @@ type check struct {
 
 	wanted   bool      // some host's target is checked with it
 	inflight bool      // a worker runs it
+	inReady  bool      // in its owner's ready list: due, waiting for a worker
+	owner    string    // the owner whose budget it counts against (store.Host.Owner)
+	runOwner string    // the owner charged while it is in flight
 	unwanted time.Time // since when no host wants it
 	due      time.Time
-	idx      int // in the queue; -1 when not queued (in flight, or unwanted)
+	idx      int // in the queue; -1 when not queued (in flight, ready, or unwanted)
+}
+
+// ownerChecks are one owner's due checks, first due first, and the number
+// of its checks in flight.
+type ownerChecks struct {
+	due      []*check
+	inflight int
 }
 
 // snapshot is what the query path reads: every check known (wanted or
@@ -122,7 +140,7 @@ func hostProps(h *store.Host) [3]string {
 func newChecker(hc healthCheck, zones []string, prefix string, reader store.Store) *checker {
 	c := &checker{
 		hc: hc, zones: zones, prefix: prefix, reader: reader,
-		checks: map[probeSpec]*check{}, unchecked: map[string]int{},
+		checks: map[probeSpec]*check{}, unchecked: map[string]int{}, dueBy: map[string]*ownerChecks{},
 		wake: make(chan struct{}, 1), jobs: make(chan *check),
 	}
 	c.probe = c.check
@@ -259,23 +277,28 @@ func (c *checker) stop() {
 	c.mu.Unlock()
 }
 
-// schedule hands due checks to the workers, blocking while all are busy:
-// however many targets there are, at most `workers` checks are in flight.
+// schedule hands due checks to the workers, at most `workers` in flight
+// however many targets there are. Due checks wait in their owner's list,
+// and owners are served in turn (see pick): a tenant with many slow checks
+// (a tarpit that holds each for the whole timeout) delays its own checks,
+// not other owners'.
 func (c *checker) schedule() {
 	defer c.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
+		now := time.Now()
+		for len(c.queue) > 0 && !c.queue[0].due.After(now) {
+			c.enqueue(heap.Pop(&c.queue).(*check))
+		}
 		var next *check
+		if c.busy < c.hc.workers {
+			next = c.pick()
+		}
 		wait := time.Hour
 		if len(c.queue) > 0 {
-			if d := time.Until(c.queue[0].due); d <= 0 {
-				next = heap.Pop(&c.queue).(*check)
-				next.inflight = true
-			} else {
-				wait = d
-			}
+			wait = c.queue[0].due.Sub(now)
 		}
 		c.mu.Unlock()
 		if next != nil {
@@ -300,6 +323,76 @@ func (c *checker) schedule() {
 			}
 		}
 	}
+}
+
+// enqueue puts a due check in its owner's list; c.mu is held.
+func (c *checker) enqueue(ch *check) {
+	oc := c.dueBy[ch.owner]
+	if oc == nil {
+		oc = &ownerChecks{}
+		c.dueBy[ch.owner] = oc
+	}
+	if len(oc.due) == 0 {
+		c.ring = append(c.ring, ch.owner)
+	}
+	oc.due = append(oc.due, ch)
+	ch.inReady = true
+}
+
+// ownerShare is how many checks one owner may have in flight: three
+// quarters of the workers (at least one is left to the others whenever
+// there are two), so that another owner's check, a new host's first among
+// them, starts at once rather than after a slow one ends. It holds with a
+// single owner too: the next may appear at any rescan.
+func (c *checker) ownerShare() int {
+	if c.hc.workers < 2 {
+		return c.hc.workers
+	}
+	return c.hc.workers - max(1, c.hc.workers/4)
+}
+
+// pick returns the next due check, taking owners in turn from the cursor
+// and skipping those at their share, and marks it in flight; nil when none
+// may run now. c.mu is held.
+func (c *checker) pick() *check {
+	share := c.ownerShare()
+	for tried := 0; tried < len(c.ring); {
+		i := c.cursor % len(c.ring)
+		owner := c.ring[i]
+		oc := c.dueBy[owner]
+		// Checks unwanted or forgotten since they became due are dropped.
+		for len(oc.due) > 0 && (!oc.due[0].wanted || c.checks[oc.due[0].key] != oc.due[0]) {
+			oc.due[0].inReady = false
+			oc.due[0] = nil
+			oc.due = oc.due[1:]
+		}
+		if len(oc.due) == 0 {
+			c.ring = slices.Delete(c.ring, i, i+1)
+			if oc.inflight == 0 {
+				delete(c.dueBy, owner)
+			}
+			continue // the same index is the next owner
+		}
+		if oc.inflight >= share {
+			c.cursor = i + 1
+			tried++
+			continue
+		}
+		ch := oc.due[0]
+		oc.due[0] = nil
+		oc.due = oc.due[1:]
+		ch.inReady, ch.inflight, ch.runOwner = false, true, owner
+		oc.inflight++
+		c.busy++
+		c.cursor = i + 1
+		if len(oc.due) == 0 {
+			// An owner is in the ring while it has due checks.
+			c.ring = slices.Delete(c.ring, i, i+1)
+			c.cursor = i
+		}
+		return ch
+	}
+	return nil
 }
 
 func (c *checker) work() {
@@ -338,7 +431,7 @@ func (c *checker) want(ch *check) {
 	ch.wanted = true
 	c.counts[ch.state]++
 	targetsByState.WithLabelValues(ch.state.String()).Inc()
-	if ch.idx < 0 && !ch.inflight {
+	if ch.idx < 0 && !ch.inflight && !ch.inReady {
 		heap.Push(&c.queue, ch)
 	}
 }
@@ -367,8 +460,13 @@ const (
 // scan is what the store's hosts want checked: the outcome of wanted,
 // computed from the store alone, which reconcile applies to the checker.
 type scan struct {
-	wanted map[probeSpec]struct{}
-	hosts  map[string]cachedHost // parsed checks of hosts with properties
+	// wanted are the checks to run, each with the owner (store.Host.Owner)
+	// whose budget it counts against: the first to want it.
+	wanted map[probeSpec]string
+	// over are the checks that a host wants but a cap leaves unchecked:
+	// unless wanted too, their verdicts are forgotten, never served stale.
+	over  map[probeSpec]struct{}
+	hosts map[string]cachedHost // parsed checks of hosts with properties
 	// unchecked counts the targets not checked, by reason; firstHost names
 	// a host of each reason, for the log.
 	unchecked map[string]int
@@ -393,7 +491,7 @@ func (c *checker) rescan() {
 // state, and takes no lock of the checker.
 func (c *checker) wanted() *scan {
 	sc := &scan{
-		wanted: map[probeSpec]struct{}{}, hosts: map[string]cachedHost{},
+		wanted: map[probeSpec]string{}, over: map[probeSpec]struct{}{}, hosts: map[string]cachedHost{},
 		unchecked: map[string]int{}, firstHost: map[string]string{},
 		refused: map[string]int{}, refusedHosts: map[string]string{},
 	}
@@ -430,11 +528,25 @@ func (c *checker) wanted() *scan {
 			}
 			return true
 		})
-		// In name order: which hosts are beyond the zone's cap does not
-		// change from one rescan to the next.
-		slices.SortFunc(hs, func(a, b *store.Host) int { return strings.Compare(a.Name, b.Name) })
-		inZone := map[probeSpec]struct{}{}
-		for _, h := range hs {
+		// Each owner's targets in host name order, and the zone's budget
+		// of checks filled round robin across owners (in owner order):
+		// one owner's many hosts, or names that sort first, cannot take
+		// the whole cap. Which targets are beyond it does not change from
+		// one rescan to the next.
+		slices.SortFunc(hs, func(a, b *store.Host) int {
+			return cmp.Or(strings.Compare(a.Owner, b.Owner), strings.Compare(a.Name, b.Name))
+		})
+		type candidate struct {
+			key  probeSpec
+			host string
+		}
+		var owners []string
+		var byOwner [][]candidate
+		for i, h := range hs {
+			if i == 0 || h.Owner != hs[i-1].Owner {
+				owners = append(owners, h.Owner)
+				byOwner = append(byOwner, nil)
+			}
 			hck := c.hc.forHost(h)
 			if len(h.Properties) > 0 {
 				sc.hosts[h.Name] = cachedHost{props: hostProps(h), hc: hck}
@@ -454,24 +566,43 @@ func (c *checker) wanted() *scan {
 			// a verdict is the check's, and a source object that becomes
 			// ready again finds its targets' verdicts current.
 			for _, family := range [][]netip.Addr{h.A, h.AAAA} {
-				skip(reasonHost, h.Name, len(family)-c.hc.maxPerHost)
-				for _, ip := range family[:min(len(family), c.hc.maxPerHost)] {
+				for j, ip := range family {
 					key := hck.spec
 					if !key.addr.IsValid() {
 						key.addr = ip.Unmap()
+					}
+					if j >= c.hc.maxPerHost {
+						skip(reasonHost, h.Name, 1)
+						sc.over[key] = struct{}{}
+						continue
 					}
 					if class := c.hc.refusal(key.addr, key.tenant); class != "" {
 						refuse(class, h.Name, 1)
 						continue
 					}
-					if _, ok := inZone[key]; !ok {
-						if len(inZone) >= c.hc.maxPerZone {
-							skip(reasonZone, h.Name, 1)
-							continue
-						}
-						inZone[key] = struct{}{}
+					byOwner[len(byOwner)-1] = append(byOwner[len(byOwner)-1], candidate{key, h.Name})
+				}
+			}
+		}
+		inZone := map[probeSpec]struct{}{}
+		for round, more := 0, true; more; round++ {
+			more = false
+			for o, cands := range byOwner {
+				if round >= len(cands) {
+					continue
+				}
+				more = true
+				cd := cands[round]
+				if _, ok := inZone[cd.key]; !ok {
+					if len(inZone) >= c.hc.maxPerZone {
+						skip(reasonZone, cd.host, 1)
+						sc.over[cd.key] = struct{}{}
+						continue
 					}
-					sc.wanted[key] = struct{}{}
+					inZone[cd.key] = struct{}{}
+				}
+				if _, ok := sc.wanted[cd.key]; !ok {
+					sc.wanted[cd.key] = owners[o]
 				}
 			}
 		}
@@ -485,11 +616,24 @@ func (c *checker) reconcile(sc *scan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	for key := range sc.wanted {
-		if ch, ok := c.checks[key]; ok {
+	for key, owner := range sc.wanted {
+		ch, ok := c.checks[key]
+		if ok {
 			c.want(ch)
 		} else {
-			c.add(key)
+			ch = c.add(key)
+		}
+		ch.owner = owner
+	}
+	// A check beyond a cap is not checked: its verdict is forgotten at
+	// once rather than served as it was when the check stopped.
+	for key := range sc.over {
+		if _, ok := sc.wanted[key]; ok {
+			continue
+		}
+		if ch, ok := c.checks[key]; ok {
+			c.unwant(ch, now)
+			delete(c.checks, key)
 		}
 	}
 	var lingering []*check
@@ -590,6 +734,14 @@ func (c *checker) record(ch *check, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch.inflight = false
+	c.busy--
+	if oc := c.dueBy[ch.runOwner]; oc != nil {
+		oc.inflight--
+		if oc.inflight == 0 && len(oc.due) == 0 {
+			delete(c.dueBy, ch.runOwner)
+		}
+	}
+	c.wakeScheduler() // a worker and maybe an owner's share are free
 	if c.checks[ch.key] != ch {
 		return // forgotten while the check ran
 	}
@@ -625,9 +777,6 @@ func (c *checker) record(ch *check, err error) {
 	ch.due = time.Now().Add(c.hc.interval)
 	if ch.wanted && ch.idx < 0 {
 		heap.Push(&c.queue, ch)
-		if ch.idx == 0 {
-			c.wakeScheduler() // sooner than it waits for
-		}
 	}
 	c.updateReady()
 }
