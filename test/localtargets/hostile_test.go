@@ -33,8 +33,10 @@ import (
 )
 
 // internalAddrs exist only inside the lab's namespace: a private service
-// address and Alibaba Cloud's metadata address.
-var internalAddrs = []string{"10.99.0.1", "100.100.100.200"}
+// address, Alibaba Cloud's and GCP's (IPv6) metadata addresses, and the
+// NAT64 form of the private service address (RFC 6052), which a NAT64
+// gateway would carry to 10.99.0.1.
+var internalAddrs = []string{"10.99.0.1", "100.100.100.200", "fd20:ce::254", "64:ff9b::a63:1"}
 
 // lab is a network namespace with public addresses (198.18.X.10 to .13),
 // the internal addresses, and the tenant range 198.18.X.128/25 whose every
@@ -69,13 +71,32 @@ func newLab(t *testing.T) *lab {
 	} else {
 		must("-n", ns.Name, "link", "set", dev, "up")
 	}
-	gw := ns.Addrs[0].String()
-	for _, a := range internalAddrs {
-		must("-n", ns.Name, "addr", "add", a+"/32", "dev", dev)
-		must("route", "add", a+"/32", "via", gw)
-		t.Cleanup(func() { run("route", "del", a+"/32") })
-	}
+	// IPv6 on the link, in the benchmarking range 2001:2::/48 (RFC 5180).
 	b := ns.Host.As4()
+	v6 := fmt.Sprintf("2001:2:0:%x::", b[2])
+	hostIf := ""
+	if out, err := exec.Command(ipcmd, "-o", "addr", "show", "to", ns.Host.String()+"/32").Output(); err == nil && len(strings.Fields(string(out))) > 1 {
+		hostIf = strings.TrimSuffix(strings.Fields(string(out))[1], ":")
+	}
+	nsIf := ""
+	if out, err := exec.Command(ipcmd, "-n", ns.Name, "-o", "addr", "show", "to", ns.Addrs[0].String()+"/32").Output(); err == nil && len(strings.Fields(string(out))) > 1 {
+		nsIf = strings.TrimSuffix(strings.Fields(string(out))[1], ":")
+	}
+	if hostIf == "" || nsIf == "" {
+		t.Fatalf("the namespace's veth not found (host %q, namespace %q)", hostIf, nsIf)
+	}
+	must("addr", "add", v6+"1/64", "dev", hostIf, "nodad")
+	must("-n", ns.Name, "addr", "add", v6+"10/64", "dev", nsIf, "nodad")
+	for _, a := range internalAddrs {
+		gw, bits := ns.Addrs[0].String(), "/32"
+		if strings.Contains(a, ":") {
+			gw, bits = v6+"10", "/128"
+		}
+		must("-n", ns.Name, "addr", "add", a+bits, "dev", dev, "nodad")
+		must("route", "add", a+bits, "via", gw)
+		t.Cleanup(func() { run("route", "del", a+bits) })
+	}
+	gw := ns.Addrs[0].String()
 	tenant := netip.PrefixFrom(netip.AddrFrom4([4]byte{b[0], b[1], b[2], 128}), 25)
 	must("-n", ns.Name, "route", "add", "local", tenant.String(), "dev", "lo")
 	must("route", "add", tenant.String(), "via", gw)
@@ -164,6 +185,19 @@ func (s *server) sawHost(h string) bool {
 	return s.hosts[h]
 }
 
+// reachable fails the test unless a TCP connection to each address opens
+// (no request is sent).
+func reachable(t *testing.T, addrs ...string) {
+	t.Helper()
+	for _, a := range addrs {
+		c, err := net.DialTimeout("tcp", a, 2*time.Second)
+		if err != nil {
+			t.Fatalf("%s not reachable from the test's side: %v", a, err)
+		}
+		c.Close()
+	}
+}
+
 // startLab starts coredns over a folder with localtargets checking hc
 // (the healthcheck line and block).
 func startLab(t *testing.T, hc string) (srv *harness.CoreDNS, dir, metricsURL string) {
@@ -248,7 +282,8 @@ func scrape(t *testing.T, url, series string) float64 {
 
 // TestHostileFinding3TenantChecksNeverDialInternalAddresses: a tenant's
 // health/address at a private service address (with a body substring, a
-// read oracle), at the metadata address 100.100.100.200, and a tenant's
+// read oracle), at its NAT64 form, at the metadata addresses
+// 100.100.100.200 and fd20:ce::254, and a tenant's
 // tcp check of a private target (a port scanner) are never dialled, their
 // hosts never served, counted by class and logged once per host; the
 // tenant's check of a public address runs as before.
@@ -259,7 +294,12 @@ func TestHostileFinding3TenantChecksNeverDialInternalAddresses(t *testing.T) {
 	l := newLab(t)
 	secret := l.serve(t, "10.99.0.1:8080", "password=hunter2")
 	meta := l.serve(t, "100.100.100.200:80", "ami-id")
+	meta6 := l.serve(t, "[fd20:ce::254]:80", "instance/")
+	nat64 := l.serve(t, "[64:ff9b::a63:1]:8080", "password=hunter2")
 	public := l.serve(t, l.ns.Addr(0)+":8080", "ok")
+	// The internal listeners are reachable from coredns's side: a refusal
+	// below is fleetdns's, not the network's.
+	reachable(t, "10.99.0.1:8080", "100.100.100.200:80", "[fd20:ce::254]:80", "[64:ff9b::a63:1]:8080")
 	srv, dir, url := startLab(t, "healthcheck tcp 8080 {\n            interval 500ms\n            timeout 400ms\n        }")
 	write(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "probes", nil,
 		checked("oracle.example.org", []string{l.ns.Addr(1)},
@@ -267,6 +307,10 @@ func TestHostileFinding3TenantChecksNeverDialInternalAddresses(t *testing.T) {
 		checked("meta.example.org", []string{l.ns.Addr(1)},
 			"health/check", "http 80 /latest/meta-data/", "health/address", "100.100.100.200"),
 		checked("scan.example.org", []string{"10.99.0.1"}, "health/check", "tcp 8080"),
+		checked("meta6.example.org", []string{l.ns.Addr(1)},
+			"health/check", "http 80 /computeMetadata/v1/", "health/address", "fd20:ce::254"),
+		checked("nat64.example.org", []string{l.ns.Addr(1)},
+			"health/check", "http 8080 /secrets", "health/expect", "200 hunter2", "health/address", "64:ff9b::a63:1"),
 		checked("public.example.org", []string{l.ns.Addr(0)}, "health/check", "http 8080 /healthz", "health/expect", "200 ok"),
 	))
 	answers(t, 10*time.Second, srv, "public", l.ns.Addr(0))
@@ -277,21 +321,27 @@ func TestHostileFinding3TenantChecksNeverDialInternalAddresses(t *testing.T) {
 	if n := meta.requests.Load(); n != 0 {
 		t.Errorf("the metadata address 100.100.100.200 got %d requests", n)
 	}
+	if n := meta6.requests.Load(); n != 0 {
+		t.Errorf("the metadata address fd20:ce::254 got %d requests", n)
+	}
+	if n := nat64.requests.Load(); n != 0 {
+		t.Errorf("64:ff9b::a63:1 (NAT64 of 10.99.0.1) got %d requests", n)
+	}
 	if public.requests.Load() == 0 {
 		t.Error("the tenant's check of a public address never ran")
 	}
-	for _, h := range []string{"oracle", "meta", "scan"} {
+	for _, h := range []string{"oracle", "meta", "scan", "meta6", "nat64"} {
 		if got := localTargets(t, srv, h); len(got) != 0 {
 			t.Errorf("localtargets-%s: %v, want NODATA (the verdict of a refused check is nowhere)", h, got)
 		}
 	}
-	if n := scrape(t, url, `coredns_localtargets_refused_targets{class="private"}`); n != 2 {
-		t.Errorf("refused_targets{class=private} %v, want 2 (oracle, scan)", n)
+	if n := scrape(t, url, `coredns_localtargets_refused_targets{class="private"}`); n != 3 {
+		t.Errorf("refused_targets{class=private} %v, want 3 (oracle, scan, nat64)", n)
 	}
-	if n := scrape(t, url, `coredns_localtargets_refused_targets{class="metadata"}`); n != 1 {
-		t.Errorf("refused_targets{class=metadata} %v, want 1", n)
+	if n := scrape(t, url, `coredns_localtargets_refused_targets{class="metadata"}`); n != 2 {
+		t.Errorf("refused_targets{class=metadata} %v, want 2 (meta, meta6)", n)
 	}
-	for _, h := range []string{"oracle", "meta", "scan"} {
+	for _, h := range []string{"oracle", "meta", "scan", "meta6", "nat64"} {
 		if n := strings.Count(srv.Log(), "Health check of "+h+".example.org. refused"); n != 1 {
 			t.Errorf("%s logged %d times as refused, want once", h, n)
 		}
