@@ -483,13 +483,14 @@ func (c *checker) rescan() {
 	if !c.reader.Synced() {
 		return
 	}
-	c.reconcile(c.wanted())
+	c.reconcile(c.wanted(c.snap.Load().checks))
 }
 
 // wanted walks the store and returns the checks its hosts want, within the
-// caps. It reads the configuration and the store only, never the checks'
-// state, and takes no lock of the checker.
-func (c *checker) wanted() *scan {
+// caps. It reads the configuration, the store and known (the published,
+// immutable index of checks, to tell which capped checks have a verdict to
+// forget) only, and takes no lock of the checker.
+func (c *checker) wanted(known map[probeSpec]*check) *scan {
 	sc := &scan{
 		wanted: map[probeSpec]string{}, over: map[probeSpec]struct{}{}, hosts: map[string]cachedHost{},
 		unchecked: map[string]int{}, firstHost: map[string]string{},
@@ -511,6 +512,11 @@ func (c *checker) wanted() *scan {
 			sc.refusedHosts[host] = class
 		}
 	}
+	over := func(key probeSpec) {
+		if _, ok := known[key]; ok {
+			sc.over[key] = struct{}{}
+		}
+	}
 	for _, zone := range c.zones {
 		var hs []*store.Host
 		c.reader.Hosts(zone, func(h *store.Host) bool {
@@ -528,37 +534,27 @@ func (c *checker) wanted() *scan {
 			}
 			return true
 		})
-		// Each owner's targets in host name order, and the zone's budget
-		// of checks filled round robin across owners (in owner order):
-		// one owner's many hosts, or names that sort first, cannot take
-		// the whole cap. Which targets are beyond it does not change from
-		// one rescan to the next.
+		// Each owner's hosts in name order, owners in order.
 		slices.SortFunc(hs, func(a, b *store.Host) int {
 			return cmp.Or(strings.Compare(a.Owner, b.Owner), strings.Compare(a.Name, b.Name))
 		})
-		type candidate struct {
-			key  probeSpec
-			host string
-		}
-		var owners []string
-		var byOwner [][]candidate
+		var owners []*ownerTargets
 		for i, h := range hs {
 			if i == 0 || h.Owner != hs[i-1].Owner {
-				owners = append(owners, h.Owner)
-				byOwner = append(byOwner, nil)
+				owners = append(owners, &ownerTargets{owner: h.Owner})
 			}
+			o := owners[len(owners)-1]
 			hck := c.hc.forHost(h)
 			if len(h.Properties) > 0 {
 				sc.hosts[h.Name] = cachedHost{props: hostProps(h), hc: hck}
 			}
-			if hck.none {
+			switch {
+			case hck.none:
 				continue
-			}
-			if hck.invalid {
+			case hck.invalid:
 				skip(reasonInvalid, h.Name, len(h.A)+len(h.AAAA))
 				continue
-			}
-			if hck.refused != "" {
+			case hck.refused != "":
 				refuse(hck.refused, h.Name, len(h.A)+len(h.AAAA))
 				continue
 			}
@@ -573,41 +569,91 @@ func (c *checker) wanted() *scan {
 					}
 					if j >= c.hc.maxPerHost {
 						skip(reasonHost, h.Name, 1)
-						sc.over[key] = struct{}{}
+						over(key)
 						continue
 					}
 					if class := c.hc.refusal(key.addr, key.tenant); class != "" {
 						refuse(class, h.Name, 1)
 						continue
 					}
-					byOwner[len(byOwner)-1] = append(byOwner[len(byOwner)-1], candidate{key, h.Name})
 				}
 			}
+			o.hosts = append(o.hosts, checkedHost{h, hck})
 		}
+		// The zone's budget of checks is filled round robin across owners,
+		// one target of each in turn: one owner's many hosts, or names that
+		// sort first, cannot take the whole cap. Which targets are beyond
+		// it does not change from one rescan to the next.
 		inZone := map[probeSpec]struct{}{}
-		for round, more := 0, true; more; round++ {
-			more = false
-			for o, cands := range byOwner {
-				if round >= len(cands) {
+		for live := owners; len(live) > 0; {
+			n := 0
+			for _, o := range live {
+				key, host, ok := o.next(&c.hc)
+				if !ok {
 					continue
 				}
-				more = true
-				cd := cands[round]
-				if _, ok := inZone[cd.key]; !ok {
+				live[n] = o
+				n++
+				if _, ok := inZone[key]; !ok {
 					if len(inZone) >= c.hc.maxPerZone {
-						skip(reasonZone, cd.host, 1)
-						sc.over[cd.key] = struct{}{}
+						skip(reasonZone, host, 1)
+						over(key)
 						continue
 					}
-					inZone[cd.key] = struct{}{}
+					inZone[key] = struct{}{}
 				}
-				if _, ok := sc.wanted[cd.key]; !ok {
-					sc.wanted[cd.key] = owners[o]
+				if _, ok := sc.wanted[key]; !ok {
+					sc.wanted[key] = o.owner
 				}
 			}
+			live = live[:n]
 		}
 	}
 	return sc
+}
+
+// checkedHost is a host whose targets are checked, with its check.
+type checkedHost struct {
+	h   *store.Host
+	hck hostCheck
+}
+
+// ownerTargets walks one owner's checked targets in order: hosts in name
+// order, A then AAAA, at most max_per_host of each, refused ones left out.
+type ownerTargets struct {
+	owner  string
+	hosts  []checkedHost
+	hi     int // the host
+	family int // 0 A, 1 AAAA
+	ti     int // the target in the family
+}
+
+// next returns the owner's next checked target: its check and host name.
+func (o *ownerTargets) next(hc *healthCheck) (probeSpec, string, bool) {
+	for o.hi < len(o.hosts) {
+		ch := o.hosts[o.hi]
+		family := ch.h.A
+		if o.family == 1 {
+			family = ch.h.AAAA
+		}
+		if o.ti >= min(len(family), hc.maxPerHost) {
+			o.family, o.ti = o.family+1, 0
+			if o.family == 2 {
+				o.hi, o.family = o.hi+1, 0
+			}
+			continue
+		}
+		key := ch.hck.spec
+		if !key.addr.IsValid() {
+			key.addr = family[o.ti].Unmap()
+		}
+		o.ti++
+		if hc.refusal(key.addr, key.tenant) != "" {
+			continue
+		}
+		return key, ch.h.Name, true
+	}
+	return probeSpec{}, "", false
 }
 
 // reconcile applies a scan under the lock: the checks it wants and are new
