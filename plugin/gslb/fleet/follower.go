@@ -199,6 +199,9 @@ type countingConn struct {
 }
 
 func (c *countingConn) Read(p []byte) (int, error) {
+	if c.n > c.limit {
+		return 0, errOctets
+	}
 	n, err := c.Conn.Read(p)
 	c.n += n
 	if c.n > c.limit {
@@ -244,8 +247,15 @@ func (f *Follower) transfer(ctx context.Context, qtype uint16, cur *followed) (*
 	conn.Close()
 	for range env { // In's goroutine ends on the closed connection
 	}
+	if cc.n > cc.limit { // io.ReadFull drops the error of a last read
+		err = errOctets
+	}
 	if err == nil {
-		return x.done()
+		next, err := x.done()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return next, nil
 	}
 	var ce *CheckError
 	switch {
