@@ -59,6 +59,10 @@ func (l Limits) withDefaults() Limits {
 // fully qualified and lower case.
 func Name(zone string) string { return "_fleet." + dns.CanonicalName(zone) }
 
+// maxPolicyOctets caps a host's TXT, so that a host's records always fit in
+// one message of a transfer.
+const maxPolicyOctets = 4096
+
 // The view zone's fixed values.
 const (
 	apexTTL    = 5     // of the SOA and NS: a secondary's view of the serial is fresh
@@ -190,11 +194,16 @@ func (n names) normalizeHost(h Host) (Host, error) {
 	out.AAAA = sortAddrs(out.AAAA)
 	if len(h.Policy) > 0 {
 		out.Policy = make(map[string]string, len(h.Policy))
+		size := 0
 		for k, v := range h.Policy {
 			if k == "" || strings.Contains(k, "=") || len(k)+1+len(v) > 255 {
 				return Host{}, fmt.Errorf("host %q: policy property %.40q cannot be encoded", h.Name, k)
 			}
+			size += len(k) + 2 + len(v)
 			out.Policy[k] = v
+		}
+		if size > maxPolicyOctets {
+			return Host{}, fmt.Errorf("host %q: policy of %d octets, over %d", h.Name, size, maxPolicyOctets)
 		}
 	}
 	return out, nil
