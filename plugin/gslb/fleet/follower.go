@@ -308,7 +308,7 @@ func (x *xfr) add(rrs []dns.RR) error {
 func (x *xfr) one(rr dns.RR) error {
 	h := rr.Header()
 	h.Name = dns.CanonicalName(h.Name)
-	if !dns.IsSubDomain(x.names.apex, h.Name) {
+	if !inZone(h.Name, x.names.apex) {
 		return checkErr(ReasonOutside, "%s is outside %s: refused", h.Name, x.names.apex)
 	}
 	if h.Class != dns.ClassINET {

@@ -87,7 +87,7 @@ func (p *Publisher) Set(hosts []Host) (serial uint32, changed bool) {
 		prev = old.view.Serial
 	}
 	serial = nextSerial(prev, old == nil, time.Now())
-	st := p.build(hs, serial)
+	st := p.build(hs, serial, old)
 	if old != nil {
 		st.journal = p.journal(old, st)
 	}
@@ -131,17 +131,27 @@ func (p *Publisher) normalize(hosts []Host) []Host {
 	return out
 }
 
-// hostOctets is the uncompressed length of a host's records.
+// hostOctets is the uncompressed length of a host's records, as dns.Len
+// would count them, without encoding them.
 func hostOctets(n names, h *Host) int {
-	o := 0
-	for _, rr := range n.encodeHost(nil, h) {
-		o += dns.Len(rr)
+	owner, long := n.owner(h.Name)
+	rr := len(owner) + 1 + 10 // owner, type, class, TTL, RDLENGTH
+	o := rr*(1+len(h.A)+len(h.AAAA)) + 4*len(h.A) + 16*len(h.AAAA)
+	if len(h.Policy) == 0 {
+		o++
+	}
+	for k, v := range h.Policy {
+		o += 2 + len(k) + len(v)
+	}
+	if long {
+		o += rr + len(h.Name) + 1
 	}
 	return o
 }
 
-// build encodes the view of hosts at serial.
-func (p *Publisher) build(hosts []Host, serial uint32) *published {
+// build encodes the view of hosts at serial, reusing the records of the
+// hosts that have not changed since old (nil: none).
+func (p *Publisher) build(hosts []Host, serial uint32, old *published) *published {
 	n := p.names
 	st := &published{
 		view:    &View{Zone: n.zone, Serial: serial, Hosts: hosts},
@@ -153,9 +163,21 @@ func (p *Publisher) build(hosts []Host, serial uint32) *published {
 	ns := n.ns()
 	st.flat = append(make([]dns.RR, 0, 3+3*len(hosts)), st.soa, ns)
 	st.byName[n.apex] = []dns.RR{st.soa, ns}
+	var oh []Host
+	if old != nil {
+		oh = old.view.Hosts
+	}
+	j := 0
 	for i := range hosts {
 		start := len(st.flat)
-		st.flat = n.encodeHost(st.flat, &hosts[i])
+		for j < len(oh) && oh[j].Name < hosts[i].Name {
+			j++
+		}
+		if j < len(oh) && hostEqual(&oh[j], &hosts[i]) {
+			st.flat = append(st.flat, old.hostRRs[j]...)
+		} else {
+			st.flat = n.encodeHost(st.flat, &hosts[i])
+		}
 		st.hostRRs[i] = st.flat[start:len(st.flat):len(st.flat)]
 		owner := st.hostRRs[i][0].Header().Name
 		st.byName[owner] = st.hostRRs[i]
@@ -298,7 +320,7 @@ func (p *Publisher) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 	}
 	state := request.Request{W: w, Req: r}
 	qname := state.Name()
-	if !dns.IsSubDomain(p.names.apex, qname) || state.QClass() != dns.ClassINET {
+	if !inZone(qname, p.names.apex) || state.QClass() != dns.ClassINET {
 		refusedTotal.WithLabelValues("zone").Inc()
 		return dns.RcodeRefused, nil
 	}

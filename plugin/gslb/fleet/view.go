@@ -173,10 +173,10 @@ func (n names) normalizeHost(h Host) (Host, error) {
 	if _, ok := dns.IsDomainName(name); !ok || h.Name == "" {
 		return Host{}, fmt.Errorf("host %q: not a domain name", h.Name)
 	}
-	if !dns.IsSubDomain(n.zone, name) {
+	if !inZone(name, n.zone) {
 		return Host{}, fmt.Errorf("host %q: not in zone %s", h.Name, n.zone)
 	}
-	if dns.IsSubDomain(n.apex, name) {
+	if inZone(name, n.apex) {
 		return Host{}, fmt.Errorf("host %q: inside the view's own name %s", h.Name, n.apex)
 	}
 	out := Host{Name: name, TTL: h.TTL}
@@ -325,4 +325,13 @@ func (n names) decodeHost(owner string, rrs []dns.RR) (Host, error) {
 		return Host{}, fmt.Errorf("%s: host %s belongs at %s", owner, norm.Name, o)
 	}
 	return norm, nil
+}
+
+// inZone reports whether name is zone or below it; both canonical (fully
+// qualified, lower case), as dns.IsSubDomain without its allocations.
+func inZone(name, zone string) bool {
+	if strings.IndexByte(name, '\\') >= 0 { // an escaped dot is no label boundary
+		return dns.IsSubDomain(zone, name)
+	}
+	return zone == "." || name == zone || (strings.HasSuffix(name, zone) && name[len(name)-len(zone)-1] == '.')
 }
