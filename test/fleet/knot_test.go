@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -216,6 +217,12 @@ func TestKnotFollowsTheViewWithTheFleetKey(t *testing.T) {
 		t.Fatalf("the view has %d records, want %d", len(primaryView), want)
 	}
 
+	// The other way round: a fleet Follower reads the view from Knot (a
+	// stock server that re-serves it) as from the primary.
+	fromKnot := fleet.NewFollower(zone, knotAddr, keys, fleet.Limits{})
+	fromPrimary := fleet.NewFollower(zone, pr.Addr(), keys, fleet.Limits{})
+	sameView(t, fromKnot, fromPrimary)
+
 	// A change, NOTIFYed: IXFR, well before the SOA refresh (30 s).
 	hs := hosts(2000, 0)
 	hs[7].A = hs[7].A[:1]
@@ -238,6 +245,12 @@ func TestKnotFollowsTheViewWithTheFleetKey(t *testing.T) {
 	primaryView = axfr(t, pr.Addr(), tsig)
 	if got := axfr(t, knotAddr, tsig); !slices.Equal(got, primaryView) {
 		t.Fatalf("after the IXFR Knot serves %d records, the primary %d; first difference: %s", len(got), len(primaryView), firstDiff(got, primaryView))
+	}
+
+	// Knot's IXFR (from its own journal) reads as well.
+	sameView(t, fromKnot, fromPrimary)
+	if !regexp.MustCompile(`IXFR, outgoing.*finished`).MatchString(knot.Log()) {
+		t.Fatalf("the Follower of Knot did no IXFR; Knot's log:\n%s", knot.Log())
 	}
 
 	// kdig -y reads single names of the view, at both.
@@ -280,6 +293,23 @@ func TestKnotFollowsTheViewWithTheFleetKey(t *testing.T) {
 	}
 	if r, err := harness.Ask(pr.Addr(), fleet.Name(zone), dns.TypeSOA); err != nil || r.Rcode != dns.RcodeRefused {
 		t.Errorf("unsigned SOA query to the primary: %v %v, want REFUSED", r, err)
+	}
+}
+
+// sameView checks that two Followers read the same view.
+func sameView(t *testing.T, a, b *fleet.Follower) {
+	t.Helper()
+	va, _, err := a.Check(context.Background())
+	if err != nil {
+		t.Fatalf("Follower of %s: %v", a.Peer(), err)
+	}
+	vb, _, err := b.Check(context.Background())
+	if err != nil {
+		t.Fatalf("Follower of %s: %v", b.Peer(), err)
+	}
+	if va.Serial != vb.Serial || !reflect.DeepEqual(va.Hosts, vb.Hosts) {
+		t.Fatalf("the view from %s (serial %d, %d hosts) differs from the one from %s (serial %d, %d hosts)",
+			a.Peer(), va.Serial, len(va.Hosts), b.Peer(), vb.Serial, len(vb.Hosts))
 	}
 }
 
