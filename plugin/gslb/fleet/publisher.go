@@ -392,6 +392,7 @@ func (p *Publisher) answer(w dns.ResponseWriter, r *dns.Msg, state request.Reque
 	m.SetRcode(r, rcode)
 	m.Authoritative = true
 	m.Answer, m.Ns = ans, ns
+	state.SizeAndDo(m)
 	m.Truncate(state.Size() - tsigRoom)
 	p.keys.signReply(w, r, m)
 	w.WriteMsg(m)
