@@ -415,7 +415,7 @@ func (p *Publisher) transfer(w dns.ResponseWriter, r *dns.Msg, rrs []dns.RR, chu
 		}
 	}()
 	tr := new(dns.Transfer)
-	err := tr.Out(compressing{w}, r, ch)
+	err := tr.Out(transferWriter{w, r}, r, ch)
 	close(done)
 	if err != nil {
 		log.Warningf("Transfer of %s to %s: %v", p.names.apex, w.RemoteAddr(), err)
@@ -423,11 +423,23 @@ func (p *Publisher) transfer(w dns.ResponseWriter, r *dns.Msg, rrs []dns.RR, chu
 	return dns.RcodeSuccess, nil
 }
 
-// compressing compresses the messages of dns.Transfer.Out, which does not
-// (a view's owner names share their suffix: about half the octets).
-type compressing struct{ dns.ResponseWriter }
+// transferWriter writes the messages of dns.Transfer.Out compressed (it does
+// not compress; a view's owner names share their suffix: about half the
+// octets), with the OPT of an EDNS request before the TSIG: the TSIG must
+// stay last (RFC 8945 §5.1), and CoreDNS's ScrubWriter would append the OPT
+// after it, so that the message goes out unsigned.
+type transferWriter struct {
+	dns.ResponseWriter
+	req *dns.Msg
+}
 
-func (w compressing) WriteMsg(m *dns.Msg) error {
+func (w transferWriter) WriteMsg(m *dns.Msg) error {
 	m.Compress = true
+	if t := m.IsTsig(); t != nil {
+		m.Extra = m.Extra[:len(m.Extra)-1]
+		state := request.Request{W: w.ResponseWriter, Req: w.req}
+		state.SizeAndDo(m)
+		m.Extra = append(m.Extra, t)
+	}
 	return w.ResponseWriter.WriteMsg(m)
 }
