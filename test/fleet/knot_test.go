@@ -27,13 +27,29 @@ const zone = "example.org."
 // primary serves the view that Knot follows.
 //
 // The test runs against goPrimary: a fleet.Publisher in a dns.Server inside
-// the test, as gslb serves it. To run it against the coredns binary, write a
-// corednsPrimary: harness.StartCoreDNS with a Corefile whose gslb stanza for
-// example.org serves the view on its address with the key file (the words
-// are in plugin/gslb/README.md, "fleet"), its hosts from a directory source
-// (SetHosts writes the host files and waits for the view's SOA serial to
-// move), and the secondary's address among the peers it NOTIFYs; then pick
-// it in newPrimary. Nothing else in the test depends on who the primary is.
+// the test, wrapped as CoreDNS wraps a plugin (fleettest.Handler). To run it
+// against the coredns binary, write a corednsPrimary and return it from
+// newPrimary; nothing else in the test depends on who the primary is. Start
+// it with harness.StartCoreDNS on harness.NewIP(t), with the key file
+// (fleettest.Key's text, through harness.WithFile) and a Corefile such as
+//
+//	example.org:53 {
+//	    bind IP
+//	    k8scrd { directory DIR }    # the hosts, as the sources tests write them
+//	    localtargets ...
+//	    gslb example.org {
+//	        geotag eu
+//	        peer knot KNOT_ADDR     # the secondary gets the NOTIFYs
+//	        fleet { key KEYFILE }
+//	    }
+//	}
+//
+// (the words are in plugin/gslb/README.md, "fleet"; Knot then also plays a
+// peer that serves a view, which does not matter here). Its SetHosts writes
+// the hosts' manifests into DIR and waits until the view's SOA serial moves
+// (fleet.NewFollower(...).Check); Serial returns that serial and Addr the
+// server's IP:53. The records compared are the view's, so hosts(n, gen) must
+// be written as sources that give the same targets and gslb/* properties.
 type primary interface {
 	Addr() string                              // "ip:port" of the view
 	SetHosts(t *testing.T, hosts []fleet.Host) // change the view and NOTIFY the secondary

@@ -162,3 +162,5 @@ func TestInZone(t *testing.T) {
 		}
 	}
 }
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
