@@ -151,7 +151,8 @@ func (f *Follower) soa(ctx context.Context) (uint32, error) {
 	c := &dns.Client{Net: "udp", Timeout: exchangeTimeout, TsigSecret: f.keys.Secrets()}
 	r, _, err := c.ExchangeContext(ctx, m, f.peer)
 	if err == nil && r.Truncated {
-		c.Net = "tcp" // m keeps its TSIG, signed anew when written
+		c.Net = "tcp"
+		f.keys.Sign(m) // writing m took its TSIG off
 		r, _, err = c.ExchangeContext(ctx, m, f.peer)
 	}
 	if r != nil {

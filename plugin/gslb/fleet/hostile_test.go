@@ -23,6 +23,7 @@ type fakePeer struct {
 	xfr         []dns.RR // the answer to AXFR and IXFR
 	unsigned    bool     // never sign
 	unsignedXfr bool     // sign the SOA, not the transfer
+	truncate    bool     // answer the SOA over UDP truncated
 }
 
 func (f *fakePeer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
@@ -46,6 +47,9 @@ func (f *fakePeer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 			m.Answer = []dns.RR{f.soa}
 		}
 		m.Ns = f.ns
+		if f.truncate && w.RemoteAddr().Network() == "udp" {
+			m.Answer, m.Truncated = nil, true
+		}
 		if t := r.IsTsig(); t != nil && !f.unsigned {
 			m.SetTsig(t.Hdr.Name, t.Algorithm, 300, time.Now().Unix())
 		}
@@ -254,4 +258,15 @@ func TestResponsesMustBeSignedWithTheKey(t *testing.T) {
 		})
 		refused(t, f, fleet.ReasonTSIG)
 	})
+}
+
+func TestATruncatedSOAIsAskedAgainOverTCPSigned(t *testing.T) {
+	keys := fleettest.Keys(t, fleettest.Key("fleet"))
+	fp, f := followFake(t, keys, keys.Secrets(), fleet.Limits{})
+	fp.set(func(fp *fakePeer) {
+		fp.truncate, fp.soa, fp.xfr = true, soaRR(t, "_fleet.example.org.", 101), goodView(t, 101)
+	})
+	if v, changed, err := f.Check(context.Background()); err != nil || !changed || v.Serial != 101 {
+		t.Fatalf("Check: %v %v %v, want serial 101 through TCP", v, changed, err)
+	}
 }
