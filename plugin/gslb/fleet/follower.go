@@ -127,7 +127,7 @@ func (f *Follower) Check(ctx context.Context) (v *View, changed bool, err error)
 	if cur != nil {
 		next, err = f.transfer(ctx, dns.TypeIXFR, cur)
 		if errors.Is(err, errIXFRApply) {
-			log.Infof("IXFR of %s from %s: %v: AXFR instead", f.names.apex, f.peer, err)
+			log.Infof("%v: AXFR instead", err)
 			next, err = f.transfer(ctx, dns.TypeAXFR, cur)
 		}
 	} else {
