@@ -82,7 +82,8 @@
 //
 // Publisher.Notify sends a NOTIFY (RFC 1996) with the SOA to each peer in
 // the background: at most one in flight per peer and one more pending behind
-// it, retried after 250 ms, 500 ms, 1 s and 2 s when unanswered (a NOTIFY
+// it, retried after 250 ms, 500 ms, 1 s and 2 s when unanswered or the
+// peer is unreachable, as while it restarts (a NOTIFY
 // lost for good costs the peer one refresh). IsNotify and AnswerNotify are
 // for the receiving side, which decides whom to accept.
 //
