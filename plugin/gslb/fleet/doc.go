@@ -55,14 +55,16 @@
 // # The serial
 //
 // The SOA serial moves when, and only when, the view changes. A new serial
-// is the current Unix time in seconds, or the previous serial plus one when
-// that is not larger in RFC 1982 serial arithmetic; so it is strictly
-// increasing, and after a restart it starts from the clock again. That is
-// larger than anything published before as long as the serial had not run
-// ahead of the clock by more than the restart took, which needs more than
-// one change a second sustained (gslb coalesces changes before Set). A
-// Follower refuses a serial that moves backwards, keeping the last good view
-// until the peer's serial passes it again.
+// is the clock's, the Unix time in sixteenths of a second modulo 2^32, or
+// the previous serial plus one when that is not larger in RFC 1982 serial
+// arithmetic; so it is strictly increasing, and after a restart it starts
+// from the clock again. That is larger than anything published before as
+// long as the serial never ran ahead of the clock by more than the restart
+// took, which needs more than 16 changes a second sustained (gslb gathers
+// changes over 100 ms before Set). The serial wraps every 8.5 years, which
+// serial arithmetic allows. A Follower refuses a serial that moves
+// backwards, keeping the last good view until the peer's serial passes it
+// again.
 //
 // # Caps
 //
