@@ -405,3 +405,30 @@ func TestSignedAnswersToEDNSRequestsKeepTheTSIGLast(t *testing.T) {
 		}
 	}
 }
+
+func TestConcurrentChecksAndSets(t *testing.T) {
+	p, _, addr := publish(t, nil, fleet.Limits{})
+	p.Set(hosts(200, 0))
+	f := fleet.NewFollower(zone, addr, nil, fleet.Limits{})
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				if g == 0 {
+					p.Set(hosts(200, i%5))
+					continue
+				}
+				if _, _, err := f.Check(context.Background()); err != nil {
+					t.Errorf("Check: %v", err)
+					return
+				}
+				f.View()
+			}
+		}()
+	}
+	wg.Wait()
+	v, _ := check(t, f)
+	sameView(t, v, p.View())
+}
