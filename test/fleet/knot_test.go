@@ -79,20 +79,10 @@ func (g *goPrimary) SetHosts(t *testing.T, hosts []fleet.Host) {
 
 func (g *goPrimary) Serial(t *testing.T) uint32 { return g.p.View().Serial }
 
-// hosts returns n hosts of zone; gen changes the second address of each.
+// hosts returns n hosts of zone (gen changes the second address of each),
+// the zone's apex as a host, and a name too long for the readable owner.
 func hosts(n, gen int) []fleet.Host {
-	hs := make([]fleet.Host, n)
-	for i := range hs {
-		hs[i] = fleet.Host{
-			Name:   fmt.Sprintf("h%05d.%s", i, zone),
-			TTL:    30,
-			A:      []netip.Addr{netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), netip.AddrFrom4([4]byte{198, 19, byte(gen), byte(i)})},
-			AAAA:   []netip.Addr{netip.AddrFrom16([16]byte{0: 0xfd, 14: byte(i >> 8), 15: byte(i)})},
-			Policy: map[string]string{"gslb/strategy": "roundrobin", "gslb/weight": fmt.Sprint(i % 7)},
-		}
-	}
-	// The zone's apex as a host, and a name too long for the readable owner.
-	return append(hs,
+	return append(fleettest.Hosts(zone, n, gen),
 		fleet.Host{Name: zone, TTL: 60, Policy: map[string]string{"gslb/strategy": "failover", "gslb/primary": "eu"}},
 		fleet.Host{Name: strings.Repeat(strings.Repeat("l", 63)+".", 3) + strings.Repeat("l", 47) + "." + zone, TTL: 30,
 			AAAA: []netip.Addr{netip.MustParseAddr("fd00::99")}})
