@@ -1,0 +1,75 @@
+// Package fleet is the wire protocol between the gslb plugins of a fleet of
+// clusters: each cluster publishes its view (every GSLB host it declares, with
+// its healthy targets and its policy) as a DNS zone under the reserved name
+// _fleet.<zone>, peers follow it by SOA query, IXFR (RFC 1995) and AXFR
+// (RFC 5936), are told of a change by NOTIFY (RFC 1996), and all of it is
+// signed with TSIG (RFC 8945) when keys are configured.
+//
+// The package imports no plugin of this repository: plugin/gslb serves the
+// Publisher at _fleet.<zone>, runs one Follower per peer and owns the peers.
+// See plugin/gslb/README.md for the Corefile side.
+//
+// # The view zone
+//
+// For the gslb zone example.org the view is the zone _fleet.example.org:
+//
+//	_fleet.example.org.              5 SOA  example.org. hostmaster._fleet.example.org. SERIAL 30 10 86400 5
+//	_fleet.example.org.              5 NS   example.org.
+//	www.h._fleet.example.org.       30 A    198.18.0.1
+//	www.h._fleet.example.org.       30 AAAA 2001:db8::1
+//	www.h._fleet.example.org.       30 TXT  "gslb/strategy=roundrobin" "gslb/weight=3"
+//	h._fleet.example.org.           30 TXT  ""
+//	<hash>.l._fleet.example.org.    30 PTR  very.long.name.example.org.
+//	<hash>.l._fleet.example.org.    30 TXT  "gslb/strategy=failover"
+//
+// Owner names. A host is written under h._fleet.<zone> with its labels
+// relative to the zone: www.example.org becomes www.h._fleet.example.org, and
+// a host at the zone apex (example.org itself) becomes h._fleet.example.org.
+// A host whose owner name would not fit in 255 octets (the name is 9 octets
+// longer than the host) is written under l._fleet.<zone> instead, at the
+// label <hash> (the first 26 characters of the lower-case base32hex of the
+// SHA-256 of the host's lower-case fully qualified name), with a PTR record
+// naming the host. A reader takes the host from the owner under h., from the
+// PTR under l. (checking that the hash matches).
+//
+// Records. Every host has exactly one TXT record: one character-string per
+// policy property, "key=value" sorted by key (the host's gslb/* properties),
+// or a single empty string when it has none, so that a host declared with no
+// healthy target is still in the view. Its healthy targets are A and AAAA
+// records, sorted and without duplicates. All of a host's records carry the
+// host's TTL. The apex SOA's MNAME and the apex NS name the gslb zone, whose
+// servers are the ones that serve the view. Record types a reader does not
+// know are skipped (they still count against the caps).
+//
+// # The serial
+//
+// The SOA serial moves when, and only when, the view changes. A new serial
+// is the current Unix time in seconds, or the previous serial plus one when
+// that is not larger in RFC 1982 serial arithmetic; so it is strictly
+// increasing, and after a restart it starts from the clock again, which is
+// larger than anything published before as long as the previous run did not
+// publish more than one change a second on average for longer than the
+// restart took (gslb coalesces changes, so it does not). A Follower refuses a
+// serial that moves backwards.
+//
+// # Caps
+//
+// A view is capped in hosts, records and octets (Limits; DefaultLimits is
+// 50,000 hosts, 500,000 records, 64 MiB on the wire). A Publisher publishes
+// at most that much (the hosts past a cap, in name order, are left out and
+// logged); a Follower refuses a transfer that exceeds any cap whole and keeps
+// its last good view. A Publisher keeps a journal of at most 64 recent
+// changes (and no more records than the cap) to answer IXFR; a client whose
+// serial is not in it gets the whole view (RFC 1995 §4).
+//
+// # TSIG
+//
+// Keys come from a file in BIND's tsig-keygen format (LoadKeys), one or two
+// keys: the first signs, either verifies, so a fleet rotates by adding the new
+// key second, then first, then removing the old. With keys set, a Publisher
+// refuses (REFUSED) every unsigned or wrongly signed request, and a Follower
+// refuses every unsigned or wrongly signed response. The dns.Server that runs
+// the Publisher must know the secrets (Keys.Secrets as its TsigSecret; in
+// CoreDNS, dnsserver.Config.TsigSecret) so that the request's TSIG is
+// verified and the response signed.
+package fleet
