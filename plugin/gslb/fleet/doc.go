@@ -33,43 +33,81 @@
 // PTR under l. (checking that the hash matches).
 //
 // Records. Every host has exactly one TXT record: one character-string per
-// policy property, "key=value" sorted by key (the host's gslb/* properties),
-// or a single empty string when it has none, so that a host declared with no
-// healthy target is still in the view. Its healthy targets are A and AAAA
-// records, sorted and without duplicates. All of a host's records carry the
-// host's TTL. The apex SOA's MNAME and the apex NS name the gslb zone, whose
-// servers are the ones that serve the view. Record types a reader does not
-// know are skipped (they still count against the caps).
+// policy property, "key=value" sorted by key (the host's gslb/* properties;
+// a property of at most 255 octets, a policy of at most 4,096), or a single
+// empty string when it has none, so that a host declared with no healthy
+// target is still in the view. Its healthy targets are A and AAAA records,
+// sorted and without duplicates (an IPv4-mapped IPv6 address is an A). All
+// of a host's records carry the host's TTL. The apex SOA's MNAME and the
+// apex NS name the gslb zone, whose servers are the ones that serve the
+// view; the SOA asks a stock secondary to poll every 30 s (NOTIFY makes it
+// sooner) and to keep serving for a day without the primary. A reader skips
+// record types and names it does not know (they still count against the
+// caps), so a later version may add some.
+//
+// Serving. The Publisher answers SOA, NS and every name of the view (kdig
+// can read one host), NXDOMAIN or NODATA with the SOA otherwise; AXFR and
+// IXFR over TCP in compressed messages of up to 60 KiB of records; IXFR over
+// UDP with the SOA alone (RFC 1995 §2); AXFR over UDP REFUSED. Before its
+// first Set it answers SERVFAIL: a restarted cluster never publishes an empty
+// view that would make its peers drop its hosts.
 //
 // # The serial
 //
 // The SOA serial moves when, and only when, the view changes. A new serial
 // is the current Unix time in seconds, or the previous serial plus one when
 // that is not larger in RFC 1982 serial arithmetic; so it is strictly
-// increasing, and after a restart it starts from the clock again, which is
-// larger than anything published before as long as the previous run did not
-// publish more than one change a second on average for longer than the
-// restart took (gslb coalesces changes, so it does not). A Follower refuses a
-// serial that moves backwards.
+// increasing, and after a restart it starts from the clock again. That is
+// larger than anything published before as long as the serial had not run
+// ahead of the clock by more than the restart took, which needs more than
+// one change a second sustained (gslb coalesces changes before Set). A
+// Follower refuses a serial that moves backwards, keeping the last good view
+// until the peer's serial passes it again.
 //
 // # Caps
 //
 // A view is capped in hosts, records and octets (Limits; DefaultLimits is
-// 50,000 hosts, 500,000 records, 64 MiB on the wire). A Publisher publishes
-// at most that much (the hosts past a cap, in name order, are left out and
-// logged); a Follower refuses a transfer that exceeds any cap whole and keeps
-// its last good view. A Publisher keeps a journal of at most 64 recent
-// changes (and no more records than the cap) to answer IXFR; a client whose
-// serial is not in it gets the whole view (RFC 1995 §4).
+// 50,000 hosts, 500,000 records, 64 MiB). A Publisher publishes at most that
+// much, counting the octets uncompressed with 1/32 left for the messages'
+// headers (the hosts past a cap, in name order, are left out and logged); a
+// Follower counts the octets it reads from the wire, refuses a transfer that
+// exceeds any cap whole, as soon as it does, and keeps its last good view. A
+// Publisher keeps a journal of at most 64 recent changes holding no more
+// records than the records cap, to answer IXFR; a client whose serial is not
+// in it, or whose changes would be longer than the view, gets the whole view
+// (RFC 1995 §4). Hosts with thousands of targets are capped by the records
+// cap only.
+//
+// # NOTIFY
+//
+// Publisher.Notify sends a NOTIFY (RFC 1996) with the SOA to each peer in
+// the background: at most one in flight per peer and one more pending behind
+// it, retried after 250 ms, 500 ms, 1 s and 2 s when unanswered (a NOTIFY
+// lost for good costs the peer one refresh). IsNotify and AnswerNotify are
+// for the receiving side, which decides whom to accept.
 //
 // # TSIG
 //
 // Keys come from a file in BIND's tsig-keygen format (LoadKeys), one or two
-// keys: the first signs, either verifies, so a fleet rotates by adding the new
-// key second, then first, then removing the old. With keys set, a Publisher
-// refuses (REFUSED) every unsigned or wrongly signed request, and a Follower
-// refuses every unsigned or wrongly signed response. The dns.Server that runs
-// the Publisher must know the secrets (Keys.Secrets as its TsigSecret; in
-// CoreDNS, dnsserver.Config.TsigSecret) so that the request's TSIG is
-// verified and the response signed.
+// keys: the first signs, either verifies, so a fleet rotates by adding the
+// new key second, then first, then removing the old. With keys set, a
+// Publisher refuses (REFUSED) every unsigned or wrongly signed request and
+// signs every message of its answers with the request's key, and a Follower
+// refuses an answer of which any message is unsigned or wrongly signed. The
+// dns.Server that runs the Publisher must know the secrets (Keys.Secrets as
+// its TsigSecret; in CoreDNS, dnsserver.Config.TsigSecret) so that the
+// request's TSIG is verified and the answer signed.
+//
+// # Metrics
+//
+//   - coredns_gslb_fleet_view_requests_total{type}: requests for the view
+//     answered, type query, ixfr, ixfr_full (the whole view to an IXFR),
+//     ixfr_soa (the SOA alone) or axfr.
+//   - coredns_gslb_fleet_view_refused_total{reason}: requests refused, reason
+//     tsig, axfr (a transfer over UDP or of another name) or zone.
+//   - coredns_gslb_fleet_notifies_sent_total{result}: NOTIFYs sent, result
+//     ok, refused, error or timeout (after the retries).
+//
+// A Follower's errors carry a bounded reason (Reason) for the caller's
+// metrics.
 package fleet

@@ -151,8 +151,7 @@ func (f *Follower) soa(ctx context.Context) (uint32, error) {
 	c := &dns.Client{Net: "udp", Timeout: exchangeTimeout, TsigSecret: f.keys.Secrets()}
 	r, _, err := c.ExchangeContext(ctx, m, f.peer)
 	if err == nil && r.Truncated {
-		c.Net = "tcp"
-		f.keys.Sign(m)
+		c.Net = "tcp" // m keeps its TSIG, signed anew when written
 		r, _, err = c.ExchangeContext(ctx, m, f.peer)
 	}
 	if r != nil {
@@ -308,7 +307,7 @@ func (x *xfr) add(rrs []dns.RR) error {
 func (x *xfr) one(rr dns.RR) error {
 	h := rr.Header()
 	h.Name = dns.CanonicalName(h.Name)
-	if !dns.IsSubDomain(x.names.apex, h.Name) {
+	if !inZone(h.Name, x.names.apex) {
 		return checkErr(ReasonOutside, "%s is outside %s: refused", h.Name, x.names.apex)
 	}
 	if h.Class != dns.ClassINET {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coredns/coredns/request"
+
 	"github.com/miekg/dns"
 )
 
@@ -150,6 +152,8 @@ func AnswerNotify(w dns.ResponseWriter, r *dns.Msg, keys *Keys, rcode int) error
 	m := new(dns.Msg)
 	m.SetRcode(r, rcode)
 	m.Authoritative = rcode == dns.RcodeSuccess
+	state := request.Request{W: w, Req: r}
+	state.SizeAndDo(m) // the OPT before the TSIG
 	keys.signReply(w, r, m)
 	return w.WriteMsg(m)
 }

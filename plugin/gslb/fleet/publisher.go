@@ -48,8 +48,9 @@ type diff struct {
 const maxJournal = 64
 
 // chunkOctets is the most record octets (uncompressed) in one transfer
-// message, well under the 64 KiB of a DNS message over TCP.
-const chunkOctets = 32 << 10
+// message: with the header, the question and the TSIG still under the 64 KiB
+// of a DNS message over TCP, and compressed to about half.
+const chunkOctets = 60 << 10
 
 // NewPublisher returns a Publisher of the view of zone. It serves nothing
 // (SERVFAIL) until the first Set.
@@ -86,7 +87,7 @@ func (p *Publisher) Set(hosts []Host) (serial uint32, changed bool) {
 		prev = old.view.Serial
 	}
 	serial = nextSerial(prev, old == nil, time.Now())
-	st := p.build(hs, serial)
+	st := p.build(hs, serial, old)
 	if old != nil {
 		st.journal = p.journal(old, st)
 	}
@@ -130,17 +131,27 @@ func (p *Publisher) normalize(hosts []Host) []Host {
 	return out
 }
 
-// hostOctets is the uncompressed length of a host's records.
+// hostOctets is the uncompressed length of a host's records, as dns.Len
+// would count them, without encoding them.
 func hostOctets(n names, h *Host) int {
-	o := 0
-	for _, rr := range n.encodeHost(nil, h) {
-		o += dns.Len(rr)
+	owner, long := n.owner(h.Name)
+	rr := len(owner) + 1 + 10 // owner, type, class, TTL, RDLENGTH
+	o := rr*(1+len(h.A)+len(h.AAAA)) + 4*len(h.A) + 16*len(h.AAAA)
+	if len(h.Policy) == 0 {
+		o++
+	}
+	for k, v := range h.Policy {
+		o += 2 + len(k) + len(v)
+	}
+	if long {
+		o += rr + len(h.Name) + 1
 	}
 	return o
 }
 
-// build encodes the view of hosts at serial.
-func (p *Publisher) build(hosts []Host, serial uint32) *published {
+// build encodes the view of hosts at serial, reusing the records of the
+// hosts that have not changed since old (nil: none).
+func (p *Publisher) build(hosts []Host, serial uint32, old *published) *published {
 	n := p.names
 	st := &published{
 		view:    &View{Zone: n.zone, Serial: serial, Hosts: hosts},
@@ -152,9 +163,21 @@ func (p *Publisher) build(hosts []Host, serial uint32) *published {
 	ns := n.ns()
 	st.flat = append(make([]dns.RR, 0, 3+3*len(hosts)), st.soa, ns)
 	st.byName[n.apex] = []dns.RR{st.soa, ns}
+	var oh []Host
+	if old != nil {
+		oh = old.view.Hosts
+	}
+	j := 0
 	for i := range hosts {
 		start := len(st.flat)
-		st.flat = n.encodeHost(st.flat, &hosts[i])
+		for j < len(oh) && oh[j].Name < hosts[i].Name {
+			j++
+		}
+		if j < len(oh) && hostEqual(&oh[j], &hosts[i]) {
+			st.flat = append(st.flat, old.hostRRs[j]...)
+		} else {
+			st.flat = n.encodeHost(st.flat, &hosts[i])
+		}
 		st.hostRRs[i] = st.flat[start:len(st.flat):len(st.flat)]
 		owner := st.hostRRs[i][0].Header().Name
 		st.byName[owner] = st.hostRRs[i]
@@ -297,7 +320,7 @@ func (p *Publisher) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 	}
 	state := request.Request{W: w, Req: r}
 	qname := state.Name()
-	if !dns.IsSubDomain(p.names.apex, qname) || state.QClass() != dns.ClassINET {
+	if !inZone(qname, p.names.apex) || state.QClass() != dns.ClassINET {
 		refusedTotal.WithLabelValues("zone").Inc()
 		return dns.RcodeRefused, nil
 	}
@@ -369,6 +392,7 @@ func (p *Publisher) answer(w dns.ResponseWriter, r *dns.Msg, state request.Reque
 	m.SetRcode(r, rcode)
 	m.Authoritative = true
 	m.Answer, m.Ns = ans, ns
+	state.SizeAndDo(m)
 	m.Truncate(state.Size() - tsigRoom)
 	p.keys.signReply(w, r, m)
 	w.WriteMsg(m)
@@ -391,10 +415,31 @@ func (p *Publisher) transfer(w dns.ResponseWriter, r *dns.Msg, rrs []dns.RR, chu
 		}
 	}()
 	tr := new(dns.Transfer)
-	err := tr.Out(w, r, ch)
+	err := tr.Out(transferWriter{w, r}, r, ch)
 	close(done)
 	if err != nil {
 		log.Warningf("Transfer of %s to %s: %v", p.names.apex, w.RemoteAddr(), err)
 	}
 	return dns.RcodeSuccess, nil
+}
+
+// transferWriter writes the messages of dns.Transfer.Out compressed (it does
+// not compress; a view's owner names share their suffix: about half the
+// octets), with the OPT of an EDNS request before the TSIG: the TSIG must
+// stay last (RFC 8945 §5.1), and CoreDNS's ScrubWriter would append the OPT
+// after it, so that the message goes out unsigned.
+type transferWriter struct {
+	dns.ResponseWriter
+	req *dns.Msg
+}
+
+func (w transferWriter) WriteMsg(m *dns.Msg) error {
+	m.Compress = true
+	if t := m.IsTsig(); t != nil {
+		m.Extra = m.Extra[:len(m.Extra)-1]
+		state := request.Request{W: w.ResponseWriter, Req: w.req}
+		state.SizeAndDo(m)
+		m.Extra = append(m.Extra, t)
+	}
+	return w.ResponseWriter.WriteMsg(m)
 }

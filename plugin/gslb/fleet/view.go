@@ -59,6 +59,10 @@ func (l Limits) withDefaults() Limits {
 // fully qualified and lower case.
 func Name(zone string) string { return "_fleet." + dns.CanonicalName(zone) }
 
+// maxPolicyOctets caps a host's TXT, so that a host's records always fit in
+// one message of a transfer.
+const maxPolicyOctets = 4096
+
 // The view zone's fixed values.
 const (
 	apexTTL    = 5     // of the SOA and NS: a secondary's view of the serial is fresh
@@ -169,10 +173,10 @@ func (n names) normalizeHost(h Host) (Host, error) {
 	if _, ok := dns.IsDomainName(name); !ok || h.Name == "" {
 		return Host{}, fmt.Errorf("host %q: not a domain name", h.Name)
 	}
-	if !dns.IsSubDomain(n.zone, name) {
+	if !inZone(name, n.zone) {
 		return Host{}, fmt.Errorf("host %q: not in zone %s", h.Name, n.zone)
 	}
-	if dns.IsSubDomain(n.apex, name) {
+	if inZone(name, n.apex) {
 		return Host{}, fmt.Errorf("host %q: inside the view's own name %s", h.Name, n.apex)
 	}
 	out := Host{Name: name, TTL: h.TTL}
@@ -190,11 +194,16 @@ func (n names) normalizeHost(h Host) (Host, error) {
 	out.AAAA = sortAddrs(out.AAAA)
 	if len(h.Policy) > 0 {
 		out.Policy = make(map[string]string, len(h.Policy))
+		size := 0
 		for k, v := range h.Policy {
 			if k == "" || strings.Contains(k, "=") || len(k)+1+len(v) > 255 {
 				return Host{}, fmt.Errorf("host %q: policy property %.40q cannot be encoded", h.Name, k)
 			}
+			size += len(k) + 2 + len(v)
 			out.Policy[k] = v
+		}
+		if size > maxPolicyOctets {
+			return Host{}, fmt.Errorf("host %q: policy of %d octets, over %d", h.Name, size, maxPolicyOctets)
 		}
 	}
 	return out, nil
@@ -316,4 +325,13 @@ func (n names) decodeHost(owner string, rrs []dns.RR) (Host, error) {
 		return Host{}, fmt.Errorf("%s: host %s belongs at %s", owner, norm.Name, o)
 	}
 	return norm, nil
+}
+
+// inZone reports whether name is zone or below it; both canonical (fully
+// qualified, lower case), as dns.IsSubDomain without its allocations.
+func inZone(name, zone string) bool {
+	if strings.IndexByte(name, '\\') >= 0 { // an escaped dot is no label boundary
+		return dns.IsSubDomain(zone, name)
+	}
+	return zone == "." || name == zone || (strings.HasSuffix(name, zone) && name[len(name)-len(zone)-1] == '.')
 }

@@ -127,3 +127,40 @@ func TestSerialIsUnixTimeAndStrictlyIncreasing(t *testing.T) {
 func longHost(c string) string {
 	return strings.Repeat(strings.Repeat(c, 63)+".", 3) + strings.Repeat(c, 47) + ".example.org."
 }
+
+func TestHostOctetsIsTheEncodedLength(t *testing.T) {
+	n := newNames("example.org.")
+	for _, h := range []Host{
+		{Name: "www.example.org.", A: []netip.Addr{netip.MustParseAddr("198.18.0.1")}, AAAA: []netip.Addr{netip.MustParseAddr("fd00::1")}, Policy: map[string]string{"gslb/a": "1", "gslb/bb": ""}},
+		{Name: "example.org."},
+		{Name: longHost("z"), A: []netip.Addr{netip.MustParseAddr("198.18.0.1")}},
+	} {
+		want := 0
+		for _, rr := range n.encodeHost(nil, &h) {
+			want += dns.Len(rr)
+		}
+		if got := hostOctets(n, &h); got != want {
+			t.Errorf("hostOctets(%s) = %d, want %d", h.Name, got, want)
+		}
+	}
+}
+
+func TestInZone(t *testing.T) {
+	for _, tc := range []struct {
+		name, zone string
+		want       bool
+	}{
+		{"example.org.", "example.org.", true},
+		{"www.example.org.", "example.org.", true},
+		{"wwwexample.org.", "example.org.", false},
+		{"org.", "example.org.", false},
+		{"www.example.org.", ".", true},
+		{"a\\.example.org.", "example.org.", false}, // one label "a.example"
+	} {
+		if got := inZone(tc.name, tc.zone); got != tc.want || got != dns.IsSubDomain(tc.zone, tc.name) {
+			t.Errorf("inZone(%s, %s) = %v, want %v as dns.IsSubDomain", tc.name, tc.zone, got, tc.want)
+		}
+	}
+}
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }

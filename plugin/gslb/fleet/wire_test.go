@@ -370,3 +370,38 @@ func TestNotifyIsSignedRetriedAndCoalesced(t *testing.T) {
 		t.Fatalf("unsigned NOTIFY: %v %v, want REFUSED", r, err)
 	}
 }
+
+func TestSignedAnswersToEDNSRequestsKeepTheTSIGLast(t *testing.T) {
+	keys := fleettest.Keys(t, fleettest.Key("fleet"))
+	p, _, addr := publish(t, keys, fleet.Limits{})
+	p.Set(hosts(3000, 0)) // several messages
+	for _, qtype := range []uint16{dns.TypeSOA, dns.TypeAXFR} {
+		m := new(dns.Msg)
+		m.SetQuestion(fleet.Name(zone), qtype)
+		m.SetEdns0(1232, true)
+		keys.Sign(m)
+		tr := &dns.Transfer{TsigSecret: keys.Secrets()}
+		if qtype == dns.TypeSOA {
+			c := &dns.Client{Net: "udp", TsigSecret: keys.Secrets()}
+			r, _, err := c.Exchange(m, addr)
+			if err != nil || r.IsTsig() == nil {
+				t.Fatalf("SOA with EDNS: %v %v, want a signed answer", r, err)
+			}
+			continue
+		}
+		env, err := tr.In(m, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for e := range env {
+			if e.Error != nil {
+				t.Fatalf("AXFR with EDNS, after %d records: %v", n, e.Error)
+			}
+			n += len(e.RR)
+		}
+		if n != 3+3000*4 {
+			t.Fatalf("AXFR with EDNS: %d records, want %d", n, 3+3000*4)
+		}
+	}
+}

@@ -12,16 +12,18 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/request"
 
 	"github.com/fleetdns/fleetdns/plugin/gslb/fleet"
 
 	"github.com/miekg/dns"
 )
 
-// Handler serves p as a CoreDNS server would: the rcodes p does not write
-// (REFUSED, SERVFAIL, NOTIMP) are written for it.
+// Handler serves p as a CoreDNS server would: through a ScrubWriter, and the
+// rcodes p does not write (REFUSED, SERVFAIL, NOTIMP) are written for it.
 func Handler(p *fleet.Publisher) dns.Handler {
 	return dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		w = request.NewScrubWriter(r, w)
 		rc, _ := p.ServeDNS(context.Background(), w, r)
 		if !plugin.ClientWrite(rc) {
 			m := new(dns.Msg)
