@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/gslb/fleet"
+
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -69,6 +71,18 @@ type peer struct {
 	kick   chan struct{}
 	cancel context.CancelFunc
 
+	// The fleet protocol (fleet.go). view is the peer's view while it
+	// serves one (the query path reads it instead of cache); noView is set
+	// while it serves none (asked per host). notify is a NOTIFY not yet
+	// acted on; the rest belongs to the peer's loop.
+	view         atomic.Pointer[peerView]
+	noView       atomic.Bool
+	notify       atomic.Bool
+	lastNotified time.Time
+	nextCheck    time.Time
+	fmu          sync.Mutex
+	followers    map[string]*fleet.Follower // by address
+
 	// metricsMu orders the series writes of queries still in flight after
 	// the peer left the set before forgetMetrics, so that none is
 	// created again once deleted.
@@ -118,6 +132,12 @@ func (p *peer) lookup(host string, now time.Time) (e *hostTargets, st state, mis
 	st = p.state(now)
 	if st == stateDown {
 		return nil, st, false
+	}
+	if pv := p.view.Load(); pv != nil {
+		if e := pv.hosts[host]; e != nil {
+			return e, st, false
+		}
+		return noTargets, st, false
 	}
 	if v, ok := p.cache.Load(host); ok {
 		return v.(*hostTargets), st, false
@@ -297,17 +317,26 @@ func (p *peer) cycle(ctx context.Context) {
 		}
 	}()
 
+	if g.fl != nil && p.fleetCheck(ctx) {
+		return // followed by its view: nothing is asked per host
+	}
 	now := g.now()
 	if now.UnixNano() < p.retryAt.Load() {
 		return // backing off a failing peer
 	}
 	var due []string
+	isDue := func(h string) {
+		if v, ok := p.cache.Load(h); !ok || !now.Before(v.(*hostTargets).refreshAt) {
+			due = append(due, h)
+		}
+	}
 	if hosts := g.declared.Load(); hosts != nil {
 		for _, h := range *hosts {
-			if v, ok := p.cache.Load(h); !ok || !now.Before(v.(*hostTargets).refreshAt) {
-				due = append(due, h)
-			}
+			isDue(h)
 		}
+	}
+	for _, h := range g.fleetNames() {
+		isDue(h)
 	}
 	if len(due) == 0 {
 		// Nothing to refresh: probe a peer that is not up, and one that is
@@ -396,5 +425,8 @@ func (p *peer) forgetMetrics() {
 	peerFailures.DeletePartialMatch(l)
 	peerTargetsDropped.DeletePartialMatch(l)
 	cacheMisses.DeletePartialMatch(l)
+	fleetChecks.DeletePartialMatch(l)
+	fleetPeerSerial.DeletePartialMatch(l)
+	fleetPeerHosts.DeletePartialMatch(l)
 	failovers.DeletePartialMatch(prometheus.Labels{"zone": p.g.zone, "tag": p.tag})
 }

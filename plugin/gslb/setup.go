@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	coreparse "github.com/coredns/coredns/plugin/pkg/parse"
 	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/gslb/fleet"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -24,6 +26,17 @@ func setup(c *caddy.Controller) error {
 	g, err := parse(c)
 	if err != nil {
 		return plugin.Error(pluginName, err)
+	}
+	if g.fl != nil {
+		if g.fl.keys != nil {
+			// The server verifies the TSIG of requests and signs the
+			// answers with these secrets, as plugin/tsig has it do.
+			cfg := dnsserver.GetConfig(c)
+			if cfg.TsigSecret == nil {
+				cfg.TsigSecret = map[string]string{}
+			}
+			maps.Copy(cfg.TsigSecret, g.fl.keys.Secrets())
+		}
 	}
 
 	// Do this in OnStartup, so all plugins have been initialized.
@@ -131,6 +144,8 @@ func (p *parser) word(c *caddy.Controller) error {
 			return c.Errf("prefix %q must be part of one label, without dots", args[0])
 		}
 		g.prefix, g.prefixSet = strings.ToLower(args[0]), true
+	case "fleet":
+		return p.fleet(c)
 	default:
 		return c.Errf("unknown property %q", c.Val())
 	}
@@ -358,6 +373,71 @@ func (p *parser) explain(c *caddy.Controller) error {
 	return nil
 }
 
+// fleet parses `fleet [{ ... }]`.
+func (p *parser) fleet(c *caddy.Controller) error {
+	g := p.g
+	if g.fl != nil {
+		return c.Err("fleet given twice")
+	}
+	if len(corefile.Args(c)) != 0 {
+		return c.ArgErr()
+	}
+	g.fl = newFleetConfig()
+	if !corefile.OpensBlock(c) {
+		return nil
+	}
+	for c.NextBlock() {
+		switch c.Val() {
+		case "key":
+			args := corefile.Args(c)
+			if len(args) != 1 {
+				return c.ArgErr()
+			}
+			if g.fl.keys != nil {
+				return c.Err("fleet key given twice")
+			}
+			k, err := fleet.LoadKeys(args[0])
+			if err != nil {
+				return c.Errf("fleet key: %v", err)
+			}
+			g.fl.keys, g.fl.keyFile = k, args[0]
+		case "notify_delay":
+			d, err := corefile.Duration(c, 0)
+			if err != nil {
+				return err
+			}
+			g.fl.notifyDelay = d
+		case "notify_rate":
+			n, err := positive(c)
+			if err != nil {
+				return err
+			}
+			g.fl.notifyRate = n
+		case "max_hosts":
+			n, err := positive(c)
+			if err != nil {
+				return err
+			}
+			g.fl.limits.MaxHosts = n
+		case "max_records":
+			n, err := positive(c)
+			if err != nil {
+				return err
+			}
+			g.fl.limits.MaxRecords = n
+		case "max_octets":
+			n, err := positive(c)
+			if err != nil {
+				return err
+			}
+			g.fl.limits.MaxOctets = n
+		default:
+			return c.Errf("unknown property %q in fleet", c.Val())
+		}
+	}
+	return nil
+}
+
 // finish checks the block as a whole and prepares what its words name: the
 // name server pattern and the geo database.
 func (p *parser) finish(c *caddy.Controller) error {
@@ -391,6 +471,9 @@ func (p *parser) finish(c *caddy.Controller) error {
 	}
 	if g.defaults.strategy == geoip && g.geo == nil {
 		return c.Err("strategy geoip needs a geo source (geo cidr, geo mmdb or geo metadata)")
+	}
+	if g.fl != nil {
+		g.pub = fleet.NewPublisher(g.zone, g.fl.keys, g.fl.limits)
 	}
 	return nil
 }
