@@ -235,6 +235,23 @@ func TestFleetPeerWithoutViewAskedPerHost(t *testing.T) {
 	}
 }
 
+func TestFleetPerHostQueriesSigned(t *testing.T) {
+	text := fleettest.Key("fleet.")
+	path := filepath.Join(t.TempDir(), "fleet.key")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k8gb := startPeer(t, map[string][]string{"www." + zone: {"198.18.3.1"}})
+	g, _ := newGSLB(t, "gslb "+zone+" {\n geotag eu\n peer k8gb "+k8gb.addr+"\n refresh 30s\n fleet {\n key "+path+"\n }\n}", newFakeStore(host("www."+zone, "198.18.0.1")))
+	waitReady(t, g)
+	if got := addrs(ask(t, g, "www."+zone, dns.TypeA)); !slices.Equal(sorted(got), []string{"198.18.0.1", "198.18.3.1"}) {
+		t.Errorf("www with a k8gb peer and a fleet key: got %v", got)
+	}
+	if n, s := k8gb.queries.Load(), k8gb.signed.Load(); s == 0 || s != n {
+		t.Errorf("%d of the %d queries to the peer were signed, want all", s, n)
+	}
+}
+
 func TestFleetNameReserved(t *testing.T) {
 	g, _ := newGSLB(t, "gslb "+zone+" {\n geotag eu\n}", newFakeStore(host("www."+zone, "198.18.0.1")))
 	m := new(dns.Msg)

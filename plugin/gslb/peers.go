@@ -101,6 +101,11 @@ func (p *peer) record(f func()) {
 
 func newPeer(g *GSLB, tag string, addrs []string) *peer {
 	p := &peer{g: g, tag: tag, x: newExchanger(g.timeout), kick: make(chan struct{}, 1)}
+	if g.fl != nil {
+		// Per-host queries are fleet traffic too: signed with the fleet's
+		// key (a peer without the key answers them all the same).
+		p.x = p.x.withTSIG(g.fl.keys.Secrets())
+	}
 	a := slices.Clone(addrs)
 	p.addrs.Store(&a)
 	for _, s := range stateNames {
@@ -193,6 +198,9 @@ func (p *peer) fetch(host string) (*hostTargets, error) {
 func (p *peer) query(ctx context.Context, qname string, qtype uint16) (peerAnswer, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(qname, qtype)
+	if p.g.fl != nil {
+		p.g.fl.keys.Sign(m)
+	}
 	addr := p.addr()
 	start := time.Now()
 
