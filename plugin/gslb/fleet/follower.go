@@ -127,7 +127,7 @@ func (f *Follower) Check(ctx context.Context) (v *View, changed bool, err error)
 	if cur != nil {
 		next, err = f.transfer(ctx, dns.TypeIXFR, cur)
 		if errors.Is(err, errIXFRApply) {
-			log.Infof("IXFR of %s from %s: %v: AXFR instead", f.names.apex, f.peer, err)
+			log.Infof("%v: AXFR instead", err)
 			next, err = f.transfer(ctx, dns.TypeAXFR, cur)
 		}
 	} else {
@@ -151,7 +151,8 @@ func (f *Follower) soa(ctx context.Context) (uint32, error) {
 	c := &dns.Client{Net: "udp", Timeout: exchangeTimeout, TsigSecret: f.keys.Secrets()}
 	r, _, err := c.ExchangeContext(ctx, m, f.peer)
 	if err == nil && r.Truncated {
-		c.Net = "tcp" // m keeps its TSIG, signed anew when written
+		c.Net = "tcp"
+		f.keys.Sign(m) // writing m took its TSIG off
 		r, _, err = c.ExchangeContext(ctx, m, f.peer)
 	}
 	if r != nil {

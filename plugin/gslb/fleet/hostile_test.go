@@ -21,8 +21,10 @@ type fakePeer struct {
 	soa         dns.RR   // its answer
 	ns          []dns.RR // authority of the SOA answer
 	xfr         []dns.RR // the answer to AXFR and IXFR
+	ixfr        []dns.RR // the answer to IXFR, when not nil
 	unsigned    bool     // never sign
 	unsignedXfr bool     // sign the SOA, not the transfer
+	truncate    bool     // answer the SOA over UDP truncated
 }
 
 func (f *fakePeer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
@@ -31,7 +33,11 @@ func (f *fakePeer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	switch r.Question[0].Qtype {
 	case dns.TypeAXFR, dns.TypeIXFR:
 		ch := make(chan *dns.Envelope, 1)
-		ch <- &dns.Envelope{RR: f.xfr}
+		if r.Question[0].Qtype == dns.TypeIXFR && f.ixfr != nil {
+			ch <- &dns.Envelope{RR: f.ixfr}
+		} else {
+			ch <- &dns.Envelope{RR: f.xfr}
+		}
 		close(ch)
 		q := r
 		if f.unsigned || f.unsignedXfr {
@@ -46,6 +52,9 @@ func (f *fakePeer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 			m.Answer = []dns.RR{f.soa}
 		}
 		m.Ns = f.ns
+		if f.truncate && w.RemoteAddr().Network() == "udp" {
+			m.Answer, m.Truncated = nil, true
+		}
 		if t := r.IsTsig(); t != nil && !f.unsigned {
 			m.SetTsig(t.Hdr.Name, t.Algorithm, 300, time.Now().Unix())
 		}
@@ -254,4 +263,59 @@ func TestResponsesMustBeSignedWithTheKey(t *testing.T) {
 		})
 		refused(t, f, fleet.ReasonTSIG)
 	})
+}
+
+func TestATruncatedSOAIsAskedAgainOverTCPSigned(t *testing.T) {
+	keys := fleettest.Keys(t, fleettest.Key("fleet"))
+	fp, f := followFake(t, keys, keys.Secrets(), fleet.Limits{})
+	fp.set(func(fp *fakePeer) {
+		fp.truncate, fp.soa, fp.xfr = true, soaRR(t, "_fleet.example.org.", 101), goodView(t, 101)
+	})
+	if v, changed, err := f.Check(context.Background()); err != nil || !changed || v.Serial != 101 {
+		t.Fatalf("Check: %v %v %v, want serial 101 through TCP", v, changed, err)
+	}
+}
+
+func TestAnIXFRThatDoesNotApplyIsFollowedByAnAXFR(t *testing.T) {
+	soa := func(serial uint32) dns.RR { return soaRR(t, "_fleet.example.org.", serial) }
+	for _, tc := range []struct {
+		name string
+		ixfr []dns.RR
+	}{
+		{"deletes a record not held", []dns.RR{soa(101), soa(100), rr(t, "www.h._fleet.example.org. 30 A 198.18.9.9"), soa(101), soa(101)}},
+		{"starts from another serial", []dns.RR{soa(101), soa(90), soa(101), soa(101)}},
+		{"diffs that do not chain", []dns.RR{soa(102), soa(100), soa(101), soa(95), soa(102), soa(102)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fp, f := followFake(t, nil, nil, fleet.Limits{})
+			last := tc.ixfr[0].(*dns.SOA).Serial
+			fp.set(func(fp *fakePeer) { fp.soa, fp.ixfr, fp.xfr = soa(last), tc.ixfr, goodView(t, last) })
+			v, changed, err := f.Check(context.Background())
+			if err != nil || !changed || v.Serial != last {
+				t.Fatalf("Check: %v %v %v, want the AXFR's view of %d", v, changed, err, last)
+			}
+		})
+	}
+}
+
+func TestAnIXFRIsApplied(t *testing.T) {
+	soa := func(serial uint32) dns.RR { return soaRR(t, "_fleet.example.org.", serial) }
+	fp, f := followFake(t, nil, nil, fleet.Limits{})
+	fp.set(func(fp *fakePeer) {
+		fp.soa, fp.xfr = soa(102), nil // an AXFR would fail
+		fp.ixfr = []dns.RR{soa(102),
+			soa(100), rr(t, "www.h._fleet.example.org. 30 A 198.18.0.1"), soa(101), rr(t, "www.h._fleet.example.org. 30 A 198.18.0.2"),
+			soa(101), soa(102), rr(t, `api.h._fleet.example.org. 60 TXT "gslb/weight=2"`), rr(t, "api.h._fleet.example.org. 60 AAAA fd00::2"),
+			soa(102)}
+	})
+	v, changed, err := f.Check(context.Background())
+	if err != nil || !changed || v.Serial != 102 || len(v.Hosts) != 2 {
+		t.Fatalf("Check: %+v %v %v", v, changed, err)
+	}
+	if h := v.Hosts[0]; h.Name != "api.example.org." || h.TTL != 60 || h.Policy["gslb/weight"] != "2" || len(h.AAAA) != 1 {
+		t.Errorf("added host: %+v", h)
+	}
+	if h := v.Hosts[1]; h.Name != "www.example.org." || len(h.A) != 1 || h.A[0].String() != "198.18.0.2" {
+		t.Errorf("changed host: %+v", h)
+	}
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,9 @@ type Publisher struct {
 	keys  *Keys
 	lim   Limits
 
-	mu  sync.Mutex // serializes Set
-	cur atomic.Pointer[published]
+	mu      sync.Mutex // serializes Set
+	cur     atomic.Pointer[published]
+	lastBad string // the last line about hosts left out, under mu
 
 	notifier
 }
@@ -96,12 +98,15 @@ func (p *Publisher) Set(hosts []Host) (serial uint32, changed bool) {
 }
 
 // normalize returns the hosts of the view: normalized, sorted, unique, capped.
+// What it leaves out is logged in one line, when that line changes: Set
+// runs on every change, the same bad input must not flood the log.
 func (p *Publisher) normalize(hosts []Host) []Host {
 	hs := make([]Host, 0, len(hosts))
+	var bad []string
 	for _, h := range hosts {
 		n, err := p.names.normalizeHost(h)
 		if err != nil {
-			log.Warningf("View %s: %v: left out", p.names.apex, err)
+			bad = append(bad, err.Error())
 			continue
 		}
 		hs = append(hs, n)
@@ -112,7 +117,7 @@ func (p *Publisher) normalize(hosts []Host) []Host {
 	octets := 2*dns.Len(p.names.soa(0)) + dns.Len(p.names.ns())
 	for i := range hs {
 		if len(out) > 0 && out[len(out)-1].Name == hs[i].Name {
-			log.Warningf("View %s: host %s given twice: the first kept", p.names.apex, hs[i].Name)
+			bad = append(bad, fmt.Sprintf("host %s given twice: the first kept", hs[i].Name))
 			continue
 		}
 		_, long := p.names.owner(hs[i].Name)
@@ -120,13 +125,27 @@ func (p *Publisher) normalize(hosts []Host) []Host {
 		o := hostOctets(p.names, &hs[i])
 		// Keep room for the messages' headers, questions and TSIG.
 		if len(out)+1 > p.lim.MaxHosts || records+r > p.lim.MaxRecords || octets+o > p.lim.MaxOctets-p.lim.MaxOctets/32 {
-			log.Errorf("View %s: over its cap (%d hosts, %d records, %d octets): %d hosts from %s on left out",
-				p.names.apex, p.lim.MaxHosts, p.lim.MaxRecords, p.lim.MaxOctets, len(hs)-i, hs[i].Name)
+			bad = append(bad, fmt.Sprintf("over the caps (%d hosts, %d records, %d octets): %d hosts from %s on",
+				p.lim.MaxHosts, p.lim.MaxRecords, p.lim.MaxOctets, len(hs)-i, hs[i].Name))
 			break
 		}
 		out = append(out, hs[i])
 		records += r
 		octets += o
+	}
+	line := ""
+	switch len(bad) {
+	case 0:
+	case 1:
+		line = fmt.Sprintf("View %s: left out: %s", p.names.apex, bad[0])
+	default:
+		line = fmt.Sprintf("View %s: %d left out, the first: %s", p.names.apex, len(bad), bad[0])
+	}
+	if line != p.lastBad {
+		if line != "" {
+			log.Warning(line)
+		}
+		p.lastBad = line
 	}
 	return out
 }
@@ -418,7 +437,7 @@ func (p *Publisher) transfer(w dns.ResponseWriter, r *dns.Msg, rrs []dns.RR, chu
 	err := tr.Out(transferWriter{w, r}, r, ch)
 	close(done)
 	if err != nil {
-		log.Warningf("Transfer of %s to %s: %v", p.names.apex, w.RemoteAddr(), err)
+		log.Debugf("Transfer of %s to %s: %v", p.names.apex, w.RemoteAddr(), err) // the client's doing, per request
 	}
 	return dns.RcodeSuccess, nil
 }
