@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/plugin/gslb/fleet"
 	"github.com/fleetdns/fleetdns/plugin/gslb/fleet/fleettest"
@@ -358,4 +360,51 @@ func TestFleetHostileViewKeepsLastGood(t *testing.T) {
 	if st := g.peers.Load().byTag["ap"].state(time.Now()); st != stateUp {
 		t.Errorf("the good peer is %s after the other's hostile views, want up", st)
 	}
+}
+
+// verdictTargets plays localtargets: the healthy targets are set by the
+// test, and a change is signalled as a health verdict.
+type verdictTargets struct {
+	down     atomic.Bool // every target fails its check
+	verdicts store.Notifier
+}
+
+func (v *verdictTargets) Healthy(h *store.Host) (a, aaaa []netip.Addr) {
+	if v.down.Load() {
+		return nil, nil
+	}
+	return h.Ready()
+}
+func (v *verdictTargets) Prefix() string                       { return store.DefaultPrefix }
+func (v *verdictTargets) Subscribe() (<-chan struct{}, func()) { return v.verdicts.Subscribe() }
+
+// TestFleetViewFollowsHealthVerdicts: a health verdict that changes the
+// healthy targets (no store change) changes the published view at once.
+func TestFleetViewFollowsHealthVerdicts(t *testing.T) {
+	c := caddy.NewTestController("dns", "gslb "+zone+" {\n geotag eu\n fleet {\n notify_delay 10ms\n }\n}")
+	g, err := parse(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Next = &next{}
+	g.store = newFakeStore(host("www."+zone, "198.18.0.1"))
+	vt := &verdictTargets{}
+	g.local = vt
+	g.start()
+	t.Cleanup(g.stop)
+
+	targetsOf := func() []netip.Addr {
+		v := g.pub.View()
+		if v == nil || len(v.Hosts) != 1 {
+			return nil
+		}
+		return v.Hosts[0].A
+	}
+	testkit.Eventually(t, 2*time.Second, "the view holds www's target", func() bool { return len(targetsOf()) == 1 })
+	vt.down.Store(true)
+	vt.verdicts.Publish()
+	testkit.Eventually(t, time.Second, "the view without the unhealthy target", func() bool {
+		v := g.pub.View()
+		return v != nil && len(v.Hosts) == 1 && len(v.Hosts[0].A) == 0
+	})
 }
