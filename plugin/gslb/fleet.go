@@ -305,6 +305,12 @@ func (p *peer) fleetCheck(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return true
 	}
+	if fleet.Reason(err) == fleet.ReasonTSIG && p.view.Load() == nil && p.servesNoView(ctx) {
+		// An unsigned answer that holds no view (a stock server's empty
+		// NOERROR) is a peer without a view, as its NXDOMAIN would be;
+		// a peer that serves a view unsigned stays refused.
+		err = fmt.Errorf("%w: %s answers %s SOA without one", fleet.ErrNoView, p.addr(), g.fleetZone)
+	}
 	result := checkUnchanged
 	switch {
 	case err == nil:
@@ -333,6 +339,23 @@ func (p *peer) fleetCheck(ctx context.Context) bool {
 	}
 	p.record(func() { fleetChecks.WithLabelValues(g.zone, p.tag, result).Inc() })
 	return !p.noView.Load()
+}
+
+// servesNoView asks the peer, unsigned, for the view's SOA: true when the
+// answer holds none (any rcode, no SOA of _fleet.<zone> in the answer).
+func (p *peer) servesNoView(ctx context.Context) bool {
+	m := new(dns.Msg)
+	m.SetQuestion(p.g.fleetZone, dns.TypeSOA)
+	r, err := newExchanger(p.g.timeout).exchange(ctx, m, p.addr())
+	if err != nil {
+		return false
+	}
+	for _, rr := range r.Answer {
+		if soa, ok := rr.(*dns.SOA); ok && strings.EqualFold(soa.Hdr.Name, p.g.fleetZone) {
+			return false
+		}
+	}
+	return true
 }
 
 // follower returns the Follower of the peer's address in use. A peer has

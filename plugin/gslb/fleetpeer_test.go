@@ -408,3 +408,33 @@ func TestFleetViewFollowsHealthVerdicts(t *testing.T) {
 		return v != nil && len(v.Hosts) == 1 && len(v.Hosts[0].A) == 0
 	})
 }
+
+// TestFleetKeyStockPeerWithEmptyAnswersAskedPerHost: with a fleet key, a
+// stock server that answers every other name with an empty, unsigned
+// NOERROR (a template zone) serves no view: it is asked per host, not
+// refused as badly signed.
+func TestFleetKeyStockPeerWithEmptyAnswersAskedPerHost(t *testing.T) {
+	text := fleettest.Key("fleet.")
+	path := filepath.Join(t.TempDir(), "fleet.key")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fleettest.Serve(t, "127.0.0.1:0", dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		q := r.Question[0]
+		if q.Qtype == dns.TypeA && strings.HasPrefix(strings.ToLower(q.Name), "localtargets-") {
+			rr, _ := dns.NewRR(q.Name + " 30 IN A 198.18.3.1")
+			m.Answer = []dns.RR{rr}
+		}
+		w.WriteMsg(m)
+	}), nil)
+	g, _ := newGSLB(t, "gslb "+zone+" {\n geotag eu\n peer stock "+addr+"\n refresh 30s\n fleet {\n key "+path+"\n }\n}", newFakeStore(host("www."+zone, "198.18.0.1")))
+	waitReady(t, g)
+	if got := addrs(ask(t, g, "www."+zone, dns.TypeA)); !slices.Equal(sorted(got), []string{"198.18.0.1", "198.18.3.1"}) {
+		t.Errorf("www with a stock peer and a fleet key: got %v, want the peer's target too", got)
+	}
+	if !g.peers.Load().byTag["stock"].noView.Load() {
+		t.Error("the stock peer is not asked per host")
+	}
+}
