@@ -21,7 +21,9 @@ import (
 	"github.com/fleetdns/fleetdns/plugin/gslb/fleet/fleettest"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // viewPeer is another fleetdns cluster: its Publisher on real sockets,
@@ -437,4 +439,45 @@ func TestFleetKeyStockPeerWithEmptyAnswersAskedPerHost(t *testing.T) {
 	if !g.peers.Load().byTag["stock"].noView.Load() {
 		t.Error("the stock peer is not asked per host")
 	}
+}
+
+// TestFleetSeriesOfGonePeerDeleted: a discovered peer that leaves takes its
+// fleet series, and the hosts only it declared, with it.
+func TestFleetSeriesOfGonePeerDeleted(t *testing.T) {
+	peer := startViewPeer(t, nil, fleetHost("only-us."+zone, nil, "198.18.1.2"))
+	g, _ := newGSLB(t, "gslb "+zone+" {\n geotag eu\n refresh 30s\n fleet\n}", newFakeStore(host("www."+zone, "198.18.0.1")))
+	g.setPeers(map[string][]string{"gone": {peer.addr}})
+	testkit.Eventually(t, 2*time.Second, "the peer's view held and counted", func() bool {
+		return len(addrs(ask(t, g, "only-us."+zone, dns.TypeA))) == 1 && seriesOf("gone") == 3
+	})
+	g.setPeers(nil)
+	if n := seriesOf("gone"); n != 0 {
+		t.Errorf("%d fleet series of the gone peer left", n)
+	}
+	if m := ask(t, g, "only-us."+zone, dns.TypeA); m.Rcode != dns.RcodeNameError {
+		t.Errorf("the host only the gone peer declared: %s, want NXDOMAIN", dns.RcodeToString[m.Rcode])
+	}
+}
+
+// seriesOf counts the fleet series (checks, serial, hosts) of peer tag.
+func seriesOf(tag string) int {
+	n := 0
+	for _, c := range []prometheus.Collector{fleetChecks, fleetPeerSerial, fleetPeerHosts} {
+		ch := make(chan prometheus.Metric, 100)
+		go func() { c.Collect(ch); close(ch) }()
+		seen := false
+		for m := range ch {
+			var pb dto.Metric
+			m.Write(&pb)
+			for _, l := range pb.GetLabel() {
+				if l.GetName() == "peer" && l.GetValue() == tag {
+					seen = true
+				}
+			}
+		}
+		if seen {
+			n++
+		}
+	}
+	return n
 }
