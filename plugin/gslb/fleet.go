@@ -287,7 +287,9 @@ func (p *peer) fleetCheck(ctx context.Context) bool {
 		// comes sooner is remembered and served when the time comes.
 		gap := time.Second / time.Duration(g.fl.notifyRate)
 		if wait := p.lastNotified.Add(gap).Sub(now); wait > 0 {
-			time.AfterFunc(wait, p.wake)
+			if !p.wakeArmed.Swap(true) { // one timer, however many NOTIFYs
+				time.AfterFunc(wait, func() { p.wakeArmed.Store(false); p.wake() })
+			}
 			notified = false
 		}
 	}
@@ -465,7 +467,7 @@ func (g *GSLB) reindex() {
 	idx := &fleetIndex{hosts: map[string]*store.Host{}, conflicts: map[string]string{}}
 	for name, ds := range byName {
 		lp, isLocal := local[name]
-		if !isLocal {
+		if !isLocal && g.peerHostAllowed(name) {
 			if _, held := g.store.Host(name); !held {
 				d := ds[0]
 				idx.hosts[name] = &store.Host{Name: name, AddressDeclared: true, TTL: d.ttl, TTLSet: true, Properties: d.policy}
@@ -531,6 +533,16 @@ func (g *GSLB) reindex() {
 			}
 		}
 	}
+}
+
+// peerHostAllowed reports whether a host that only peers declare may be
+// answered here: a name below the zone's apex that is no name server's and
+// no localtargets- name, as isGSLBHost asks of this cluster's own hosts.
+func (g *GSLB) peerHostAllowed(name string) bool {
+	if !strings.HasSuffix(name, "."+g.zone) || strings.HasPrefix(name, g.prefix) {
+		return false
+	}
+	return g.ns == nil || !g.ns.match(name)
 }
 
 // maxConflictLogs caps the conflict lines one rebuild logs.

@@ -481,3 +481,23 @@ func seriesOf(tag string) int {
 	}
 	return n
 }
+
+// TestFleetPeerHostsAreGSLBHostsOnly: a peer's view cannot make this
+// cluster answer a name server's name or a localtargets- name.
+func TestFleetPeerHostsAreGSLBHostsOnly(t *testing.T) {
+	peer := startViewPeer(t, nil,
+		fleetHost("gslb-ns-xx."+zone, nil, "198.18.1.3"),
+		fleetHost("localtargets-www."+zone, nil, "198.18.1.4"),
+		fleetHost("ok."+zone, nil, "198.18.1.5"),
+	)
+	g, _ := newGSLB(t, "gslb "+zone+" {\n geotag eu\n peer us "+peer.addr+"\n refresh 30s\n fleet\n}", newFakeStore(host("www."+zone, "198.18.0.1")))
+	waitReady(t, g)
+	if got := addrs(ask(t, g, "ok."+zone, dns.TypeA)); !slices.Equal(got, []string{"198.18.1.5"}) {
+		t.Fatalf("ok: got %v", got)
+	}
+	for _, name := range []string{"gslb-ns-xx." + zone, "localtargets-www." + zone} {
+		if m := ask(t, g, name, dns.TypeA); len(m.Answer) != 0 {
+			t.Errorf("%s from a peer's view answered: %v", name, m.Answer)
+		}
+	}
+}

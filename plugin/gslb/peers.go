@@ -78,6 +78,7 @@ type peer struct {
 	view         atomic.Pointer[peerView]
 	noView       atomic.Bool
 	notify       atomic.Bool
+	wakeArmed    atomic.Bool // a wake-up for a NOTIFY held back by notify_rate is set
 	lastNotified time.Time
 	nextCheck    time.Time
 	fmu          sync.Mutex
