@@ -55,14 +55,16 @@
 // # The serial
 //
 // The SOA serial moves when, and only when, the view changes. A new serial
-// is the current Unix time in seconds, or the previous serial plus one when
-// that is not larger in RFC 1982 serial arithmetic; so it is strictly
-// increasing, and after a restart it starts from the clock again. That is
-// larger than anything published before as long as the serial had not run
-// ahead of the clock by more than the restart took, which needs more than
-// one change a second sustained (gslb coalesces changes before Set). A
-// Follower refuses a serial that moves backwards, keeping the last good view
-// until the peer's serial passes it again.
+// is the clock's, the Unix time in sixteenths of a second modulo 2^32, or
+// the previous serial plus one when that is not larger in RFC 1982 serial
+// arithmetic; so it is strictly increasing, and after a restart it starts
+// from the clock again. That is larger than anything published before as
+// long as the serial never ran ahead of the clock by more than the restart
+// took, which needs more than 16 changes a second sustained (gslb gathers
+// changes over 100 ms before Set). The serial wraps every 8.5 years, which
+// serial arithmetic allows. A Follower refuses a serial that moves
+// backwards, keeping the last good view until the peer's serial passes it
+// again.
 //
 // # Caps
 //
@@ -82,7 +84,8 @@
 //
 // Publisher.Notify sends a NOTIFY (RFC 1996) with the SOA to each peer in
 // the background: at most one in flight per peer and one more pending behind
-// it, retried after 250 ms, 500 ms, 1 s and 2 s when unanswered (a NOTIFY
+// it, retried after 250 ms, 500 ms, 1 s and 2 s when unanswered or the
+// peer is unreachable, as while it restarts (a NOTIFY
 // lost for good costs the peer one refresh). IsNotify and AnswerNotify are
 // for the receiving side, which decides whom to accept.
 //

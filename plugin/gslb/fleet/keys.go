@@ -243,6 +243,10 @@ func (k *Keys) Sign(m *dns.Msg) {
 // Verified reports whether request r, served through w, is signed with one of
 // the keys and its signature checked out (w.TsigStatus() == nil). It is true
 // when k is nil (no keys, nothing required). For gslb's NOTIFY acceptance.
+//
+// Only a dns.Server that has the secrets (TsigSecret, see Secrets) checks a
+// signature: one without any reports every TSIG as good, so a server that
+// serves the fleet with keys must be given them.
 func (k *Keys) Verified(w dns.ResponseWriter, r *dns.Msg) bool {
 	if k == nil {
 		return true

@@ -38,8 +38,9 @@ type notifier struct {
 // signed when keys are set, in the background: it never blocks. Each peer
 // has at most one NOTIFY in flight; a Notify while one is in flight to that
 // peer is folded into one more NOTIFY after it (coalescing). A NOTIFY that
-// gets no answer is retried with backoff (250 ms doubling, 5 tries); a
-// REFUSED or other answer is final. ctx ends the retries.
+// gets no answer (lost, or the peer unreachable) is retried with backoff
+// (250 ms doubling, 5 tries); a REFUSED or other answer is final. ctx ends
+// the retries.
 func (p *Publisher) Notify(ctx context.Context, peers []string) {
 	if p.cur.Load() == nil {
 		return
@@ -109,11 +110,10 @@ func (p *Publisher) notifyOnce(ctx context.Context, peer string) (string, error)
 		var r *dns.Msg
 		r, _, err = c.ExchangeContext(ctx, m, peer)
 		if err != nil {
-			var nerr net.Error
-			if errors.As(err, &nerr) && nerr.Timeout() || ctx.Err() != nil {
-				continue
+			if isTSIGErr(err) { // an answer, wrongly signed
+				return "error", err
 			}
-			return "error", err
+			continue // no answer: lost, or the peer is (re)starting
 		}
 		if p.keys != nil && r.IsTsig() == nil && r.Rcode == dns.RcodeSuccess {
 			return "error", errors.New("answer not signed")
@@ -123,7 +123,11 @@ func (p *Publisher) notifyOnce(ctx context.Context, peer string) (string, error)
 		}
 		return "ok", nil
 	}
-	return "timeout", err
+	var nerr net.Error
+	if errors.As(err, &nerr) && nerr.Timeout() {
+		return "timeout", err
+	}
+	return "error", err
 }
 
 // IsNotify reports whether r is a NOTIFY for the view of zone (opcode NOTIFY,

@@ -3,7 +3,9 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,9 +36,14 @@ type published struct {
 	flat    []dns.RR   // SOA, NS, every host's records, SOA: an AXFR
 	hostRRs [][]dns.RR // the records of view.Hosts[i], a slice of flat
 	chunks  []int      // flat[chunks[i]:chunks[i+1]] is one AXFR message
-	byName  map[string][]dns.RR
-	ents    map[string]bool // empty non-terminals
-	journal []diff          // oldest first; the last one's to is view.Serial
+	apex    []dns.RR   // SOA, NS
+	journal []diff     // oldest first; the last one's to is view.Serial
+
+	// The index of names, for queries of single names (kdig, people):
+	// built on the first one, as peers only ask the SOA and transfer.
+	index  sync.Once
+	byName map[string][]dns.RR
+	ents   map[string]bool // empty non-terminals
 }
 
 // diff is one change of the view, for IXFR.
@@ -103,7 +110,17 @@ func (p *Publisher) Set(hosts []Host) (serial uint32, changed bool) {
 func (p *Publisher) normalize(hosts []Host) []Host {
 	hs := make([]Host, 0, len(hosts))
 	var bad []string
+	var prev []Host
+	if old := p.cur.Load(); old != nil {
+		prev = old.view.Hosts
+	}
 	for _, h := range hosts {
+		// Most hosts have not changed: the published one serves, with
+		// nothing copied or checked again.
+		if o := find(prev, dns.CanonicalName(h.Name)); o != nil && sameInput(o, &h) {
+			hs = append(hs, *o)
+			continue
+		}
 		n, err := p.names.normalizeHost(h)
 		if err != nil {
 			bad = append(bad, err.Error())
@@ -150,6 +167,28 @@ func (p *Publisher) normalize(hosts []Host) []Host {
 	return out
 }
 
+// find returns the host of hosts (sorted) named name, or nil.
+func find(hosts []Host, name string) *Host {
+	i, ok := slices.BinarySearchFunc(hosts, name, func(h Host, name string) int { return strings.Compare(h.Name, name) })
+	if !ok {
+		return nil
+	}
+	return &hosts[i]
+}
+
+// sameInput reports whether h, as given to Set, is the published o.
+func sameInput(o, h *Host) bool {
+	if o.TTL != h.TTL || !slices.Equal(o.A, h.A) || !slices.Equal(o.AAAA, h.AAAA) || len(o.Policy) != len(h.Policy) {
+		return false
+	}
+	for k, v := range h.Policy {
+		if w, ok := o.Policy[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
 // hostOctets is the uncompressed length of a host's records, as dns.Len
 // would count them, without encoding them.
 func hostOctets(n names, h *Host) int {
@@ -176,12 +215,10 @@ func (p *Publisher) build(hosts []Host, serial uint32, old *published) *publishe
 		view:    &View{Zone: n.zone, Serial: serial, Hosts: hosts},
 		soa:     n.soa(serial),
 		hostRRs: make([][]dns.RR, len(hosts)),
-		byName:  make(map[string][]dns.RR, len(hosts)+1),
-		ents:    map[string]bool{},
 	}
 	ns := n.ns()
 	st.flat = append(make([]dns.RR, 0, 3+3*len(hosts)), st.soa, ns)
-	st.byName[n.apex] = []dns.RR{st.soa, ns}
+	st.apex = []dns.RR{st.soa, ns}
 	var oh []Host
 	if old != nil {
 		oh = old.view.Hosts
@@ -198,18 +235,33 @@ func (p *Publisher) build(hosts []Host, serial uint32, old *published) *publishe
 			st.flat = n.encodeHost(st.flat, &hosts[i])
 		}
 		st.hostRRs[i] = st.flat[start:len(st.flat):len(st.flat)]
-		owner := st.hostRRs[i][0].Header().Name
-		st.byName[owner] = st.hostRRs[i]
-		for o := parent(owner); o != n.apex && !st.ents[o]; o = parent(o) {
-			st.ents[o] = true
-		}
 	}
 	st.flat = append(st.flat, st.soa)
-	for o := range st.byName {
-		delete(st.ents, o)
-	}
 	st.chunks = chunk(st.flat)
 	return st
+}
+
+// lookup returns the records at name and whether it is an empty
+// non-terminal.
+func (st *published) lookup(apex, name string) ([]dns.RR, bool) {
+	if name == apex {
+		return st.apex, false
+	}
+	st.index.Do(func() {
+		st.byName = make(map[string][]dns.RR, len(st.hostRRs))
+		st.ents = map[string]bool{}
+		for _, rrs := range st.hostRRs {
+			owner := rrs[0].Header().Name
+			st.byName[owner] = rrs
+			for o := parent(owner); o != apex && !st.ents[o]; o = parent(o) {
+				st.ents[o] = true
+			}
+		}
+		for o := range st.byName {
+			delete(st.ents, o)
+		}
+	})
+	return st.byName[name], st.ents[name]
 }
 
 func parent(name string) string {
@@ -383,10 +435,10 @@ func (p *Publisher) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 		return p.transfer(w, r, rrs, chunk(rrs))
 	}
 	requestsTotal.WithLabelValues("query").Inc()
-	rrs, ok := st.byName[qname]
-	if !ok {
+	rrs, ent := st.lookup(p.names.apex, qname)
+	if rrs == nil {
 		rcode := dns.RcodeNameError
-		if st.ents[qname] {
+		if ent {
 			rcode = dns.RcodeSuccess
 		}
 		return p.answer(w, r, state, nil, []dns.RR{st.soa}, rcode)

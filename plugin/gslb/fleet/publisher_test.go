@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -141,4 +142,31 @@ func TestARestartedPublisherIsFollowedFromItsNewSerial(t *testing.T) {
 		t.Fatal("not changed")
 	}
 	sameView(t, v, after.View())
+}
+
+func TestNotifyIsRetriedUntilThePeerListens(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := pc.LocalAddr().String()
+	pc.Close() // nobody listens: ICMP port unreachable
+	p := fleet.NewPublisher(zone, nil, fleet.Limits{})
+	p.Set(hosts(1, 0))
+	p.Notify(context.Background(), []string{addr})
+	time.Sleep(400 * time.Millisecond)
+	got := make(chan uint32, 8)
+	fleettest.Serve(t, addr, dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		s, _ := fleet.IsNotify(r, zone)
+		got <- s
+		fleet.AnswerNotify(w, r, nil, dns.RcodeSuccess)
+	}), nil)
+	select {
+	case s := <-got:
+		if s != p.View().Serial {
+			t.Fatalf("NOTIFY of serial %d, want %d", s, p.View().Serial)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no NOTIFY once the peer listens")
+	}
 }

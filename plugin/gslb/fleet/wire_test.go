@@ -20,19 +20,7 @@ import (
 const zone = "example.org."
 
 // hosts returns n hosts of zone, host i with targets that depend on gen.
-func hosts(n, gen int) []fleet.Host {
-	hs := make([]fleet.Host, n)
-	for i := range hs {
-		hs[i] = fleet.Host{
-			Name:   fmt.Sprintf("h%05d.%s", i, zone),
-			TTL:    30,
-			A:      []netip.Addr{netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), netip.AddrFrom4([4]byte{198, 19, byte(gen), byte(i)})},
-			AAAA:   []netip.Addr{netip.AddrFrom16([16]byte{0: 0xfd, 14: byte(i >> 8), 15: byte(i)})},
-			Policy: map[string]string{"gslb/strategy": "roundrobin", "gslb/weight": fmt.Sprint(i % 7)},
-		}
-	}
-	return hs
-}
+func hosts(n, gen int) []fleet.Host { return fleettest.Hosts(zone, n, gen) }
 
 // recorder serves a handler and records the type of every question and the
 // number of answer records written.
@@ -404,4 +392,31 @@ func TestSignedAnswersToEDNSRequestsKeepTheTSIGLast(t *testing.T) {
 			t.Fatalf("AXFR with EDNS: %d records, want %d", n, 3+3000*4)
 		}
 	}
+}
+
+func TestConcurrentChecksAndSets(t *testing.T) {
+	p, _, addr := publish(t, nil, fleet.Limits{})
+	p.Set(hosts(200, 0))
+	f := fleet.NewFollower(zone, addr, nil, fleet.Limits{})
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				if g == 0 {
+					p.Set(hosts(200, i%5))
+					continue
+				}
+				if _, _, err := f.Check(context.Background()); err != nil {
+					t.Errorf("Check: %v", err)
+					return
+				}
+				f.View()
+			}
+		}()
+	}
+	wg.Wait()
+	v, _ := check(t, f)
+	sameView(t, v, p.View())
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -80,4 +81,20 @@ func Keys(t testing.TB, text string) *fleet.Keys {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// Hosts returns n hosts of zone (h00000.<zone>, ...), each with two A (the
+// second depends on gen), one AAAA and a gslb/* policy: views to publish.
+func Hosts(zone string, n, gen int) []fleet.Host {
+	hs := make([]fleet.Host, n)
+	for i := range hs {
+		hs[i] = fleet.Host{
+			Name:   fmt.Sprintf("h%05d.%s", i, dns.Fqdn(zone)),
+			TTL:    30,
+			A:      []netip.Addr{netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), netip.AddrFrom4([4]byte{198, 19, byte(gen), byte(i)})},
+			AAAA:   []netip.Addr{netip.AddrFrom16([16]byte{0: 0xfd, 14: byte(i >> 8), 15: byte(i)})},
+			Policy: map[string]string{"gslb/strategy": "roundrobin", "gslb/weight": fmt.Sprint(i % 7)},
+		}
+	}
+	return hs
 }
