@@ -33,3 +33,14 @@ func TargetsFromConfig(c *caddy.Controller) Targets {
 	}
 	return nil
 }
+
+// FleetFromConfig returns the Fleet of c's server block (gslb), nil when no
+// plugin of the block offers one. Call it in OnStartup.
+func FleetFromConfig(c *caddy.Controller) Fleet {
+	for _, h := range dnsserver.GetConfig(c).Handlers() {
+		if f, ok := h.(Fleet); ok {
+			return f
+		}
+	}
+	return nil
+}

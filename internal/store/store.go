@@ -120,4 +120,17 @@ type Targets interface {
 	// Prefix is what peers put before a host's first label to ask for this
 	// cluster's targets; gslb asks its peers with the same.
 	Prefix() string
+	// Subscribe returns a channel that receives after every change of what
+	// Healthy returns that the store's own Subscribe does not signal: a
+	// health verdict that changed. Sends never block, as for
+	// Store.Subscribe; cancel ends the subscription.
+	Subscribe() (changed <-chan struct{}, cancel func())
+}
+
+// Fleet is implemented by gslb when its peers follow each other's views:
+// which queries are fleet traffic (signed with a fleet key, or from a known
+// peer), that rate limiting must never drop. rrl finds it with
+// FleetFromConfig.
+type Fleet interface {
+	FleetTraffic(w dns.ResponseWriter, r *dns.Msg) bool
 }

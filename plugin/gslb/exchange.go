@@ -22,6 +22,19 @@ import (
 type exchanger struct {
 	timeout time.Duration
 	tcp     *dns.Client
+	// tsig holds the secrets of the fleet's keys: a query signed with
+	// one (fleet.Keys.Sign) is sent with its MAC. Nil: nothing is signed.
+	tsig map[string]string
+}
+
+// withTSIG returns x sending signed queries with the secrets.
+func (x exchanger) withTSIG(secrets map[string]string) exchanger {
+	if secrets == nil {
+		return x
+	}
+	x.tsig = secrets
+	x.tcp = &dns.Client{Net: "tcp", Timeout: x.timeout, TsigSecret: secrets}
+	return x
 }
 
 // newExchanger returns an exchanger whose every attempt (the UDP one, and
@@ -65,7 +78,14 @@ func (x exchanger) udp(ctx context.Context, m *dns.Msg, server string) (*dns.Msg
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	out, err := m.Pack()
+	var out []byte
+	var err error
+	if t := m.IsTsig(); t != nil && x.tsig != nil {
+		// TsigGenerate takes the TSIG out of the message it packs.
+		out, _, err = dns.TsigGenerate(m.Copy(), x.tsig[t.Hdr.Name], "", false)
+	} else {
+		out, err = m.Pack()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,11 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 			continue
 		}
 		l := fmt.Sprintf("tag %s peer %s state %s", v.tag, strings.Join(*v.peer.addrs.Load(), ","), v.state)
+		if pv := v.peer.view.Load(); pv != nil {
+			l += fmt.Sprintf(" view serial %d", pv.view.Serial)
+		} else if v.peer.noView.Load() {
+			l += " no view, asked per host"
+		}
 		if v.age > 0 || v.a != nil || v.aaaa != nil {
 			l += fmt.Sprintf(" age %.1fs targets A %s AAAA %s", v.age, g.addrList(v.a), g.addrList(v.aaaa))
 		}
@@ -90,6 +95,7 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 		}
 		lines = append(lines, l)
 	}
+	lines = append(lines, g.fleetExplain(h)...)
 	// Each family is chosen on its own: the A line is the answer an A
 	// query from this client gets, the AAAA line an AAAA query's.
 	for _, f := range []struct {

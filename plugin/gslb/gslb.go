@@ -17,6 +17,7 @@ import (
 	"github.com/coredns/coredns/request"
 	"github.com/fleetdns/fleetdns/internal/dnsutil"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/gslb/fleet"
 
 	"github.com/miekg/dns"
 	"golang.org/x/sync/singleflight"
@@ -53,6 +54,16 @@ type GSLB struct {
 	maxPeers   int                 // peers taken from the parent
 	disc       *discovery
 	ns         *nsPattern
+
+	// The fleet protocol (fleet.go): nil fl is a gslb without it.
+	fl        *fleetConfig
+	pub       *fleet.Publisher
+	fleetZone string // _fleet.<zone>
+	fleetIdx  atomic.Pointer[fleetIndex]
+	indexMu   sync.Mutex // serializes reindex
+	peerAddrs atomic.Pointer[peerAddrIndex]
+	refusedMu sync.Mutex
+	refused   map[netip.Addr]struct{} // senders of refused NOTIFYs, logged once
 
 	store store.Store
 	local store.Targets
@@ -104,6 +115,10 @@ func New(zone string) *GSLB {
 		now:        time.Now,
 	}
 	g.peers.Store(&peerSet{byTag: map[string]*peer{}})
+	g.fleetZone = fleet.Name(zone)
+	g.fleetIdx.Store(emptyIndex)
+	g.peerAddrs.Store(&peerAddrIndex{})
+	g.refused = map[netip.Addr]struct{}{}
 	g.policies.Store(&sync.Map{})
 	g.answerCount = newAnswerCounters(zone)
 	return g
@@ -118,6 +133,9 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	qname := state.Name()
 	if g.store == nil || !dnsutil.InZone(qname, g.zone) {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	}
+	if g.isFleetName(qname) {
+		return g.serveFleet(ctx, w, r)
 	}
 	qtype := state.QType()
 	switch qtype {
@@ -255,10 +273,15 @@ func addOPT(m, r *dns.Msg, ecs *dns.EDNS0_SUBNET, scope int) *dns.Msg {
 	return m
 }
 
-// host returns the GSLB host at name (isGSLBHost).
+// host returns the GSLB host at name (isGSLBHost), or the host that only
+// peers declare there (their views): a fleet host is answered by every
+// cluster, never NXDOMAIN because this cluster lacks the object.
 func (g *GSLB) host(name string) (*store.Host, bool) {
 	h, ok := g.store.Host(name)
-	if !ok || !g.isGSLBHost(h) {
+	if !ok {
+		return g.fleetHost(name)
+	}
+	if !g.isGSLBHost(h) {
 		return nil, false
 	}
 	return h, true
@@ -287,7 +310,10 @@ func (g *GSLB) collect(h *store.Host, views []tagView) []tagView {
 		e, st, miss := p.lookup(h.Name, now)
 		v := tagView{tag: p.tag, peer: p, state: st}
 		if e != nil {
-			v.a, v.aaaa, v.age = e.a, e.aaaa, now.Sub(e.at).Seconds()
+			v.a, v.aaaa = e.a, e.aaaa
+			if !e.at.IsZero() {
+				v.age = now.Sub(e.at).Seconds()
+			}
 		}
 		if miss {
 			v.miss = true

@@ -51,6 +51,7 @@ type fakePeer struct {
 	ttl     uint32
 	mode    string // "" answers; silent, servfail, refused, wrongid, wrongname, cname
 	queries atomic.Int64
+	signed  atomic.Int64 // queries that carried a TSIG
 }
 
 func startPeer(t testing.TB, targets map[string][]string) *fakePeer {
@@ -82,6 +83,9 @@ func (p *fakePeer) setMode(m string) {
 
 func (p *fakePeer) serve(w dns.ResponseWriter, r *dns.Msg) {
 	p.queries.Add(1)
+	if r.IsTsig() != nil {
+		p.signed.Add(1)
+	}
 	p.mu.Lock()
 	mode, ttl := p.mode, p.ttl
 	q := r.Question[0]

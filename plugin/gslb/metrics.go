@@ -94,6 +94,55 @@ var (
 		Help:      "Number of glue addresses in the parent's NS delegation refused as loopback, link-local, unspecified or multicast.",
 	}, []string{"zone"})
 
+	fleetChecks = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "fleet_checks_total",
+		Help:      "Counter of checks of a peer's fleet view (one SOA query, and a transfer when the serial moved), by result (unchanged, changed, noview, unreachable, tsig, cap, outside, backwards, malformed).",
+	}, []string{"zone", "peer", "result"})
+
+	fleetPeerSerial = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "fleet_peer_serial",
+		Help:      "Serial of the peer's fleet view this cluster holds.",
+	}, []string{"zone", "peer"})
+
+	fleetPeerHosts = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "fleet_peer_hosts",
+		Help:      "Number of hosts in the peer's fleet view this cluster holds.",
+	}, []string{"zone", "peer"})
+
+	fleetSerial = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "fleet_serial",
+		Help:      "Serial of this cluster's fleet view.",
+	}, []string{"zone"})
+
+	notifiesReceived = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "fleet_notifies_received_total",
+		Help:      "Counter of NOTIFYs of the fleet view received, by result (accepted, refused).",
+	}, []string{"zone", "result"})
+
+	policyConflicts = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "fleet_policy_conflicts",
+		Help:      "Number of hosts whose declarations in this cluster and the peers' views disagree on the gslb/* policy.",
+	}, []string{"zone"})
+
+	fleetOnlyHosts = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "fleet_peer_only_hosts",
+		Help:      "Number of hosts that only peers declare, answered here from their views.",
+	}, []string{"zone"})
+
 	parentLink = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",

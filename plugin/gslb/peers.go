@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/gslb/fleet"
+
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -69,6 +71,19 @@ type peer struct {
 	kick   chan struct{}
 	cancel context.CancelFunc
 
+	// The fleet protocol (fleet.go). view is the peer's view while it
+	// serves one (the query path reads it instead of cache); noView is set
+	// while it serves none (asked per host). notify is a NOTIFY not yet
+	// acted on; the rest belongs to the peer's loop.
+	view         atomic.Pointer[peerView]
+	noView       atomic.Bool
+	notify       atomic.Bool
+	wakeArmed    atomic.Bool // a wake-up for a NOTIFY held back by notify_rate is set
+	lastNotified time.Time
+	nextCheck    time.Time
+	fmu          sync.Mutex
+	followers    map[string]*fleet.Follower // by address
+
 	// metricsMu orders the series writes of queries still in flight after
 	// the peer left the set before forgetMetrics, so that none is
 	// created again once deleted.
@@ -87,6 +102,11 @@ func (p *peer) record(f func()) {
 
 func newPeer(g *GSLB, tag string, addrs []string) *peer {
 	p := &peer{g: g, tag: tag, x: newExchanger(g.timeout), kick: make(chan struct{}, 1)}
+	if g.fl != nil {
+		// Per-host queries are fleet traffic too: signed with the fleet's
+		// key (a peer without the key answers them all the same).
+		p.x = p.x.withTSIG(g.fl.keys.Secrets())
+	}
 	a := slices.Clone(addrs)
 	p.addrs.Store(&a)
 	for _, s := range stateNames {
@@ -118,6 +138,12 @@ func (p *peer) lookup(host string, now time.Time) (e *hostTargets, st state, mis
 	st = p.state(now)
 	if st == stateDown {
 		return nil, st, false
+	}
+	if pv := p.view.Load(); pv != nil {
+		if e := pv.hosts[host]; e != nil {
+			return e, st, false
+		}
+		return noTargets, st, false
 	}
 	if v, ok := p.cache.Load(host); ok {
 		return v.(*hostTargets), st, false
@@ -173,6 +199,9 @@ func (p *peer) fetch(host string) (*hostTargets, error) {
 func (p *peer) query(ctx context.Context, qname string, qtype uint16) (peerAnswer, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(qname, qtype)
+	if p.g.fl != nil {
+		p.g.fl.keys.Sign(m)
+	}
 	addr := p.addr()
 	start := time.Now()
 
@@ -297,17 +326,26 @@ func (p *peer) cycle(ctx context.Context) {
 		}
 	}()
 
+	if g.fl != nil && p.fleetCheck(ctx) {
+		return // followed by its view: nothing is asked per host
+	}
 	now := g.now()
 	if now.UnixNano() < p.retryAt.Load() {
 		return // backing off a failing peer
 	}
 	var due []string
+	isDue := func(h string) {
+		if v, ok := p.cache.Load(h); !ok || !now.Before(v.(*hostTargets).refreshAt) {
+			due = append(due, h)
+		}
+	}
 	if hosts := g.declared.Load(); hosts != nil {
 		for _, h := range *hosts {
-			if v, ok := p.cache.Load(h); !ok || !now.Before(v.(*hostTargets).refreshAt) {
-				due = append(due, h)
-			}
+			isDue(h)
 		}
+	}
+	for _, h := range g.fleetNames() {
+		isDue(h)
 	}
 	if len(due) == 0 {
 		// Nothing to refresh: probe a peer that is not up, and one that is
@@ -396,5 +434,8 @@ func (p *peer) forgetMetrics() {
 	peerFailures.DeletePartialMatch(l)
 	peerTargetsDropped.DeletePartialMatch(l)
 	cacheMisses.DeletePartialMatch(l)
+	fleetChecks.DeletePartialMatch(l)
+	fleetPeerSerial.DeletePartialMatch(l)
+	fleetPeerHosts.DeletePartialMatch(l)
 	failovers.DeletePartialMatch(prometheus.Labels{"zone": p.g.zone, "tag": p.tag})
 }

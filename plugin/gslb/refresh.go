@@ -24,6 +24,21 @@ func (g *GSLB) start() {
 	if g.disc != nil {
 		go g.runDiscovery(g.ctx)
 	}
+	if g.pub != nil {
+		// The view follows the store and, with localtargets in the block,
+		// its health verdicts.
+		changed, cancel := g.store.Subscribe()
+		var verdicts <-chan struct{}
+		cancelV := func() {}
+		if g.local != nil {
+			verdicts, cancelV = g.local.Subscribe()
+		}
+		go func() {
+			defer cancel()
+			defer cancelV()
+			g.runPublish(g.ctx, changed, verdicts)
+		}()
+	}
 }
 
 func (g *GSLB) stop() {
@@ -74,14 +89,20 @@ func (g *GSLB) setPeers(discovered map[string][]string) {
 	}
 	// The peers that left are stopped and their series deleted before the
 	// new set is published: whoever sees the new set sees no gone series.
+	gone := false
 	for tag, p := range old.byTag {
 		if _, ok := ps.byTag[tag]; !ok {
 			log.Infof("Peer %s of %s is gone", tag, g.zone)
 			p.stop()
 			p.forgetMetrics()
+			gone = gone || p.view.Load() != nil
 		}
 	}
 	g.peers.Store(ps)
+	g.indexPeerAddrs(ps)
+	if gone {
+		g.reindex() // the hosts only the gone peers declared go with them
+	}
 }
 
 // runWalk keeps the list of the zone's GSLB hosts that the peer loops
@@ -132,6 +153,9 @@ func (g *GSLB) walk() {
 		g.policyCount.Store(0)
 	}
 
+	// A local declaration changes the hosts only peers declare and the
+	// policy conflicts.
+	g.reindex()
 	old := g.declared.Load()
 	if old != nil && slices.Equal(*old, names) {
 		g.walked.Store(true)
@@ -141,6 +165,9 @@ func (g *GSLB) walk() {
 	g.walked.Store(true)
 	set := make(map[string]struct{}, len(names))
 	for _, n := range names {
+		set[n] = struct{}{}
+	}
+	for _, n := range g.fleetNames() {
 		set[n] = struct{}{}
 	}
 	g.unions.Range(func(k, _ any) bool {

@@ -60,6 +60,8 @@ type checker struct {
 	prefix string
 	reader store.Store
 	probe  func(ctx context.Context, p probeSpec) error
+	// changed is called when a check's verdict changes (nil: nobody asks).
+	changed func()
 
 	snap  atomic.Pointer[snapshot]
 	ready atomic.Bool
@@ -813,6 +815,9 @@ func (c *checker) record(ch *check, err error) {
 			c.counts[ch.state]++
 			targetsByState.WithLabelValues(old.String()).Dec()
 			targetsByState.WithLabelValues(ch.state.String()).Inc()
+		}
+		if c.changed != nil && (old == stateHealthy || ch.state == stateHealthy) {
+			c.changed() // never blocks
 		}
 		if ch.state == stateHealthy {
 			log.Infof("Check %s is healthy", ch.key)

@@ -26,6 +26,8 @@ type LocalTargets struct {
 	reader store.Store
 
 	health *checker // nil without a healthcheck stanza
+	// verdicts signals a change of a health verdict (Subscribe).
+	verdicts store.Notifier
 }
 
 const defaultPrefix = store.DefaultPrefix
@@ -105,6 +107,10 @@ func (lt *LocalTargets) Healthy(h *store.Host) (a, aaaa []netip.Addr) {
 	}
 	return lt.health.healthy(h, a), lt.health.healthy(h, aaaa)
 }
+
+// Subscribe implements store.Targets: a signal after every health verdict
+// that changes what Healthy returns.
+func (lt *LocalTargets) Subscribe() (<-chan struct{}, func()) { return lt.verdicts.Subscribe() }
 
 func addressRRs(name string, qtype uint16, ttl uint32, addrs []netip.Addr) []dns.RR {
 	if len(addrs) == 0 {

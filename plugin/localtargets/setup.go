@@ -35,6 +35,7 @@ func setup(c *caddy.Controller) error {
 		lt.reader = s
 		if hc != nil {
 			lt.health = newChecker(*hc, lt.Zones, lt.prefix, lt.reader)
+			lt.health.changed = lt.verdicts.Publish
 			lt.health.start()
 		}
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/request"
+	"github.com/fleetdns/fleetdns/internal/store"
 
 	"github.com/miekg/dns"
 )
@@ -23,6 +24,7 @@ type RRL struct {
 	responses, nxdomains, errors float64 // per second
 	ipv4Prefix, ipv6Prefix       int
 	exempt                       []netip.Prefix // clients never limited (BIND's exempt-clients): peers, monitors
+	fleet                        store.Fleet    // gslb's fleet traffic, never limited; nil without gslb's fleet
 	table                        *table
 	now                          func() time.Time
 }
@@ -31,7 +33,7 @@ type RRL struct {
 // limited: its source address cannot be spoofed.
 func (r *RRL) ServeDNS(ctx context.Context, w dns.ResponseWriter, m *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: m}
-	if state.Proto() != "udp" || plugin.Zones(r.Zones).Matches(state.Name()) == "" || r.exempted(state.IP()) {
+	if state.Proto() != "udp" || plugin.Zones(r.Zones).Matches(state.Name()) == "" || r.exempted(state.IP()) || (r.fleet != nil && r.fleet.FleetTraffic(w, m)) {
 		return plugin.NextOrFailure(r.Name(), r.Next, ctx, w, m)
 	}
 	return plugin.NextOrFailure(r.Name(), r.Next, ctx, &limitedWriter{ResponseWriter: w, rrl: r}, m)

@@ -2,6 +2,7 @@ package rrl
 
 import (
 	"github.com/fleetdns/fleetdns/internal/corefile"
+	"github.com/fleetdns/fleetdns/internal/store"
 	"strconv"
 	"time"
 
@@ -17,6 +18,11 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error("rrl", err)
 	}
+	// Fleet traffic between gslb peers is never limited (gslb says which).
+	c.OnStartup(func() error {
+		r.fleet = store.FleetFromConfig(c)
+		return nil
+	})
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		r.Next = next
 		return r

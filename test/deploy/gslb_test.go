@@ -311,6 +311,7 @@ func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP str
 		substitution{"\n    ready\n", "\n    ready " + fmtAddr(ip, rp) + "\n", ports},
 		substitution{"prometheus :9153", "prometheus " + fmtAddr(ip, mp), ports},
 		substitution{"peers_from_ns {$FLEETDNS_PARENT_NS} {", "peers_from_ns {$FLEETDNS_PARENT_NS} {\n              allow 127.0.0.0/8", "the parent stands in on loopback and so does its glue, which gslb refuses unless allowed"},
+		substitution{"key /etc/fleetdns/fleet/fleet.key", "key " + fleetKeyFile(t), "Secret fleetdns-fleet-key is mounted by the kubelet, which does not run here: the same key in a file stands in"},
 	)
 	var envList []string
 	for key, v := range env {
@@ -321,6 +322,24 @@ func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP str
 		t.Fatalf("cluster %s never ready: %v\n%s", tag, err, p.Log())
 	}
 	return &gslbCluster{tag: tag, addr: ip + ":53", metricsURL: "http://" + fmtAddr(ip, mp) + "/metrics", p: p, app: app}
+}
+
+// testFleetKey is the fleet's TSIG key of the tests (Secret
+// fleetdns-fleet-key in a cluster), the same for every cluster.
+const testFleetKey = `key "fleet.gslb.example.com" {
+	algorithm hmac-sha256;
+	secret "c2VjcmV0LW9mLXRoZS10ZXN0LWZsZWV0LWtleS0zMiE=";
+};
+`
+
+// fleetKeyFile writes testFleetKey and returns its path.
+func fleetKeyFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fleet.key")
+	if err := os.WriteFile(p, []byte(testFleetKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // eventuallyA asks name A until the sorted answer is want (within, 15 s by
