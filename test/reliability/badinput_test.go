@@ -22,8 +22,8 @@ const (
 	appHost  = "app." + gslbZone
 )
 
-// authServer is a GSLB cluster as DESIGN.md places it: the stock `any`
-// plugin, localtargets, gslb and k8scrd, transfer allowed to one address;
+// authServer is a GSLB cluster as docs/architecture.md ("Plugin order")
+// places it: the stock `any` plugin, localtargets, gslb and k8scrd, transfer allowed to one address;
 // its peer "us" is a second coredns process.
 type authServer struct {
 	srv       *harness.CoreDNS

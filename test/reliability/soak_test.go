@@ -24,8 +24,8 @@ import (
 	"github.com/miekg/dns"
 )
 
-// soakBound is the staleness the soak accepts: DESIGN.md's "served within a
-// second" for a DNSEndpoint change. An answer to a query sent later than
+// soakBound is the staleness the soak accepts: "served within a second" for
+// a DNSEndpoint change (docs/architecture.md, "The data path"). An answer to a query sent later than
 // change+soakBound must show the change.
 const soakBound = time.Second
 
