@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -40,7 +39,7 @@ func startCluster(t *testing.T, gslbLines, manifest string, opts ...harness.Opti
 	c := &cluster{ip: harness.NewIP(t), dir: t.TempDir()}
 	c.metrics = harness.HostPort(t, c.ip)
 	c.pprof = harness.HostPort(t, c.ip)
-	writeFile(t, c.dir, "hosts.yaml", manifest)
+	testkit.WriteFile(t, c.dir, "hosts.yaml", manifest)
 	opts = append([]harness.Option{harness.WithStartTimeout(60 * time.Second)}, opts...)
 	c.CoreDNS = harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
@@ -58,17 +57,6 @@ func startCluster(t *testing.T, gslbLines, manifest string, opts ...harness.Opti
 }
 `, zone, c.ip, c.metrics, c.pprof, zone, zone, gslbLines, zone, c.dir), opts...)
 	return c
-}
-
-func writeFile(t testing.TB, dir, name, content string) {
-	t.Helper()
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // metricsText returns the prometheus exposition of hostport.

@@ -62,7 +62,7 @@ func (p *parentZone) set(t *testing.T, delegation map[string]string) {
 		eps = append(eps, testkit.Endpoint{DNSName: n, RecordType: "A", TTL: 60, Targets: []string{delegation[n]}})
 	}
 	eps = append(eps, testkit.Endpoint{DNSName: zone, RecordType: "NS", TTL: 60, Targets: ns})
-	writeFile(t, p.dir, "delegation.yaml", testkit.DNSEndpoint("dns", "delegation", nil, eps...))
+	testkit.WriteFile(t, p.dir, "delegation.yaml", testkit.DNSEndpoint("dns", "delegation", nil, eps...))
 }
 
 // manyNS are n name servers of tags <prefix>0000..., each with glue at addr.

@@ -176,7 +176,7 @@ func (f *fleet) parentManifest() string {
 // setDelegation rewrites the parent's delegation; k8scrd serves it at once.
 func (f *fleet) setDelegation(t *testing.T) {
 	t.Helper()
-	writeManifest(t, f.parentDir, "delegation.yaml", f.parentManifest())
+	testkit.WriteFile(t, f.parentDir, "delegation.yaml", f.parentManifest())
 }
 
 // clusterCorefile is one cluster's GSLB block: authoritative only (no
@@ -230,7 +230,7 @@ func (f *fleet) start(t *testing.T, o fleetOptions) {
 	t.Helper()
 	if !o.noHosts {
 		for _, tag := range tags {
-			writeManifest(t, f.clusters[tag].dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
+			testkit.WriteFile(t, f.clusters[tag].dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
 		}
 	}
 	f.setDelegation(t)

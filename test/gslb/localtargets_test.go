@@ -24,7 +24,7 @@ func TestLocalTargetsLargeAnswer(t *testing.T) {
 	for i := range 100 {
 		targets = append(targets, fmt.Sprintf("10.70.0.%d", i+1))
 	}
-	writeManifest(t, dir, "big.yaml", testkit.DNSEndpoint("apps", "big", nil,
+	testkit.WriteFile(t, dir, "big.yaml", testkit.DNSEndpoint("apps", "big", nil,
 		testkit.Endpoint{DNSName: "big." + zone, RecordType: "A", TTL: 7, Targets: targets}))
 	srv := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
@@ -66,7 +66,7 @@ func TestLocalTargetsReadyAfterFirstChecks(t *testing.T) {
 	t.Cleanup(func() { close(hang); hs.Close() })
 
 	dir := t.TempDir()
-	writeManifest(t, dir, "app.yaml", testkit.DNSEndpoint("apps", "app", nil,
+	testkit.WriteFile(t, dir, "app.yaml", testkit.DNSEndpoint("apps", "app", nil,
 		testkit.Endpoint{DNSName: "app." + zone, RecordType: "A", TTL: 7, Targets: []string{target}}))
 	readyAddr := harness.HostPort(t, ip)
 	start := time.Now()

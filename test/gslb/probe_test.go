@@ -77,14 +77,14 @@ func TestPeersServingOnlyTheZoneAreUp(t *testing.T) {
 	// with no answer cached, on the query path), not eu's alone.
 	for _, tag := range []string{"us", "ap"} {
 		c := f.clusters[tag]
-		writeManifest(t, c.dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
+		testkit.WriteFile(t, c.dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
 		testkit.Eventually(t, 5*time.Second, "localtargets- answered at every cluster", func() (bool, string) {
 			got, err := ask(c.addr, "localtargets-"+hostRR, dns.TypeA)
 			return err == nil && equal(got, sorted(f.targets[tag])), fmt.Sprintf("localtargets-%s at %s = %v (%v)", hostRR, tag, got, err)
 		})
 	}
 	eu := f.clusters["eu"]
-	writeManifest(t, eu.dir, "hosts.yaml", clusterHosts("eu", f.targets["eu"]))
+	testkit.WriteFile(t, eu.dir, "hosts.yaml", clusterHosts("eu", f.targets["eu"]))
 	var first []string
 	testkit.Eventually(t, 5*time.Second, "eu's first answer for the new host", func() (bool, string) {
 		got, err := ask(eu.addr, hostRR, dns.TypeA)

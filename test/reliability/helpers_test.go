@@ -8,8 +8,6 @@ package reliability
 
 import (
 	"net"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,18 +19,6 @@ import (
 
 	"github.com/miekg/dns"
 )
-
-// writeAtomic writes a manifest the safe way: a hidden temporary file renamed over the old one.
-func writeAtomic(t testing.TB, dir, file, content string) {
-	t.Helper()
-	tmp := filepath.Join(dir, "."+file+".tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, file)); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // requirePlugins fails or skips (harness rules) when the built binary lacks a plugin.
 func requirePlugins(t testing.TB, names ...string) {

@@ -50,7 +50,7 @@ func TestManifestWrittenInPieces(t *testing.T) {
 	dir := t.TempDir()
 	old := testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}},
 		testkit.Endpoint{DNSName: "mail.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.25"}})
-	writeAtomic(t, dir, "zone.yaml", old)
+	testkit.WriteFile(t, dir, "zone.yaml", old)
 	srv := directoryServer(t, dir, "")
 
 	l := startLoad(srv.Addr, 2, 5*time.Millisecond, []string{"www." + zone}, dns.TypeA, wantWWW("192.0.2.1"))
@@ -116,7 +116,7 @@ func TestManifestReplacedByRename(t *testing.T) {
 		t.Skip("real processes")
 	}
 	dir := t.TempDir()
-	writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}}))
+	testkit.WriteFile(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}}))
 	srv := directoryServer(t, dir, "")
 	var changedAt time.Time
 	l := startLoad(srv.Addr, 2, 2*time.Millisecond, []string{"www." + zone}, dns.TypeA, func(_ string, m *dns.Msg) string {
@@ -127,7 +127,7 @@ func TestManifestReplacedByRename(t *testing.T) {
 		return ""
 	})
 	for i, target := range []string{"192.0.2.2", "192.0.2.3", "192.0.2.1", "192.0.2.2"} {
-		writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{target}}))
+		testkit.WriteFile(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{target}}))
 		changedAt = time.Now()
 		testkit.Eventually(t, 5*time.Second, "www served from the renamed-in file", func() (bool, string) {
 			m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
@@ -151,7 +151,7 @@ func TestCorefileReloadUnderLoad(t *testing.T) {
 	}
 	requirePlugins(t, "k8scrd", "localtargets", "gslb", "reload")
 	dir := t.TempDir()
-	writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil,
+	testkit.WriteFile(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil,
 		testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}},
 		testkit.Endpoint{DNSName: appHost, RecordType: "A", Targets: []string{"10.10.0.1"}}))
 	ip := harness.NewIP(t)

@@ -75,7 +75,7 @@ func gslbCluster(t *testing.T, peerIP, extra string) (*harness.CoreDNS, string) 
 	requirePlugins(t, "k8scrd", "localtargets", "gslb", "prometheus")
 	ip, dir := harness.NewIP(t), t.TempDir()
 	prom := fmt.Sprintf("%s:%d", ip, harness.FreePort(t, ip))
-	writeAtomic(t, dir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.10.0.1", "10.10.0.2"}}))
+	testkit.WriteFile(t, dir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.10.0.1", "10.10.0.2"}}))
 	srv := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
     localtargets

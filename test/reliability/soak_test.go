@@ -75,7 +75,7 @@ func TestSoak(t *testing.T) {
 
 	// The peer cluster "us".
 	usIP, usDir := harness.NewIP(t), t.TempDir()
-	writeAtomic(t, usDir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.20.0.1"}}))
+	testkit.WriteFile(t, usDir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.20.0.1"}}))
 	us := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
     localtargets
@@ -88,7 +88,7 @@ func TestSoak(t *testing.T) {
 	// The cluster under test "eu".
 	ip, dir := harness.NewIP(t), t.TempDir()
 	promAddr := fmt.Sprintf("%s:%d", ip, harness.FreePort(t, ip))
-	writeAtomic(t, dir, "static.yaml", testkit.DNSEndpoint("reliability", "static", nil,
+	testkit.WriteFile(t, dir, "static.yaml", testkit.DNSEndpoint("reliability", "static", nil,
 		testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}},
 		testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.10.0.1", "10.10.0.2"}},
 	))
@@ -162,13 +162,8 @@ func TestSoak(t *testing.T) {
 			}
 			c := &churnName{name: fmt.Sprintf("c%d.example.org.", i), target: fmt.Sprintf("10.99.%d.%d", (i/250)%250, i%250+1)}
 			file := fmt.Sprintf("c%d.yaml", i)
-			tmp := filepath.Join(dir, "."+file+".tmp")
 			body := testkit.DNSEndpoint("reliability", fmt.Sprintf("c%d", i), nil, testkit.Endpoint{DNSName: strings.TrimSuffix(c.name, "."), RecordType: "A", TTL: 1, Targets: []string{c.target}})
-			if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-				t.Error(err)
-				return
-			}
-			if err := os.Rename(tmp, filepath.Join(dir, file)); err != nil {
+			if err := testkit.WriteFileAtomic(dir, file, body); err != nil {
 				t.Error(err)
 				return
 			}

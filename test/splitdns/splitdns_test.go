@@ -211,16 +211,8 @@ func TestResolvConfIsTheDefaultRoute(t *testing.T) {
 func TestKubeDNSFilesAndTheirChangeAtRunTime(t *testing.T) {
 	w := startWorld(t)
 	dir := t.TempDir()
-	write := func(name, content string) {
-		// As kubelet updates a ConfigMap volume: write aside, rename into place.
-		tmp := filepath.Join(dir, "."+name)
-		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// As kubelet updates a ConfigMap volume: write aside, rename into place.
+	write := func(name, content string) { testkit.WriteFile(t, dir, name, content) }
 	write("stubDomains", fmt.Sprintf(`{"acme.internal": [%q]}`, w.acme))
 	write("upstreamNameservers", fmt.Sprintf(`[%q]`, strings.TrimSuffix(w.public, ":53")))
 	srv, metrics := startSplitDNS(t, "        kubedns "+dir)
