@@ -2,9 +2,6 @@ package bounds_test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,58 +54,6 @@ func startCluster(t *testing.T, gslbLines, manifest string, opts ...harness.Opti
 }
 `, zone, c.ip, c.metrics, c.pprof, zone, zone, gslbLines, zone, c.dir), opts...)
 	return c
-}
-
-// metricsText returns the prometheus exposition of hostport.
-func metricsText(t testing.TB, hostport string) string {
-	t.Helper()
-	cl := http.Client{Timeout: 10 * time.Second}
-	resp, err := cl.Get("http://" + hostport + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// metric returns the sum of the samples of name whose labels contain every
-// one of labels (`key="value"`), and how many there were.
-func metric(text, name string, labels ...string) (float64, int) {
-	var sum float64
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(line, l)
-		}
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err == nil {
-			sum += v
-			n++
-		}
-	}
-	return sum, n
-}
-
-// series counts the samples in text whose name starts with prefix.
-func series(text, prefix string) int {
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, prefix) {
-			n++
-		}
-	}
-	return n
 }
 
 // answer asks addr for name over UDP at EDNS 4096 and returns the message.

@@ -118,3 +118,41 @@ func TestNSDServesZone(t *testing.T) {
 		t.Fatalf("nsd www.example.org A: %v", m)
 	}
 }
+
+// TestMetricsMatchLabelsExactly: a label value is matched whole (peer "us"
+// is not "us-east"), samples of other names with the same prefix are not
+// counted, and an absent series is told apart from a zero one.
+func TestMetricsMatchLabelsExactly(t *testing.T) {
+	m := ParseMetrics(`# HELP coredns_gslb_peer_state x
+# TYPE coredns_gslb_peer_state gauge
+coredns_gslb_peer_state{peer="us",state="up",zone="a."} 1
+coredns_gslb_peer_state{peer="us-east",state="up",zone="a."} 1
+coredns_gslb_peer_state{peer="ap",state="down",zone="a."} 0
+coredns_gslb_peer_state_total{peer="us"} 7
+coredns_odd{v="a \"quoted\", comma"} 2.5
+go_goroutines 19
+`)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		sum    float64
+		one    bool // exactly one sample
+	}{
+		{"coredns_gslb_peer_state", []string{"peer", "us"}, 1, true},
+		{"coredns_gslb_peer_state", []string{"state", "up"}, 2, false},
+		{"coredns_gslb_peer_state", []string{"peer", "ap"}, 0, true},
+		{"coredns_gslb_peer_state", []string{"peer", "eu"}, 0, false},
+		{"coredns_gslb_peer_state", nil, 2, false},
+		{"coredns_odd", []string{"v", `a "quoted", comma`}, 2.5, true},
+		{"go_goroutines", nil, 19, true},
+	} {
+		sum := m.Sum(c.name, c.labels...)
+		v, ok := m.Value(c.name, c.labels...)
+		if sum != c.sum || ok != c.one || ok && v != sum {
+			t.Errorf("%s %v: sum %v, value %v %v; want sum %v, one sample %v", c.name, c.labels, sum, v, ok, c.sum, c.one)
+		}
+	}
+	if n := m.Series("coredns_"); n != 5 {
+		t.Errorf("Series(coredns_) = %d, want 5", n)
+	}
+}

@@ -1,11 +1,9 @@
 package reliability
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,25 +26,6 @@ import (
 // a DNSEndpoint change (docs/architecture.md, "The data path"). An answer to a query sent later than
 // change+soakBound must show the change.
 const soakBound = time.Second
-
-// metric reads one gauge from a Prometheus text endpoint.
-func metric(url, name string) (float64, error) {
-	cl := http.Client{Timeout: 2 * time.Second}
-	resp, err := cl.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		}
-	}
-	return 0, fmt.Errorf("%s not in %s", name, url)
-}
 
 // churnName is one DNSEndpoint the soak created and (later) deleted.
 type churnName struct {
@@ -130,10 +109,11 @@ func TestSoak(t *testing.T) {
 	}
 
 	sample := func(when string) (rss, gor float64) {
-		rss, err1 := metric(promURL, "process_resident_memory_bytes")
-		gor, err2 := metric(promURL, "go_goroutines")
-		if err1 != nil || err2 != nil {
-			t.Errorf("metrics at %s: %v %v", when, err1, err2) // Errorf: called from a goroutine too
+		m, err := harness.ScrapeMetrics(promURL)
+		rss, ok1 := m.Value("process_resident_memory_bytes")
+		gor, ok2 := m.Value("go_goroutines")
+		if err != nil || !ok1 || !ok2 {
+			t.Errorf("metrics at %s: %v (RSS found %v, goroutines found %v)", when, err, ok1, ok2) // Errorf: called from a goroutine too
 		}
 		t.Logf("%s: RSS %.1f MiB, %v goroutines", when, rss/(1<<20), gor)
 		return rss, gor
