@@ -2,7 +2,6 @@ package bounds_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -61,35 +60,6 @@ func localized(t *testing.T, corefile, ip, kubeconfig string) (string, string) {
 }
 
 var reRRL = regexp.MustCompile(`(?s)\n\s*rrl \{.*?\n\s*\}`)
-
-// burst sends n UDP queries from src to addr one at a time at EDNS size
-// and returns the answers (whole and truncated), those lost, and bytes in
-// and out as packed on the wire.
-func burst(src, addr, name string, qtype uint16, size uint16, n int) (answered, truncated, lost, in, out int) {
-	c := &dns.Client{Net: "udp", Timeout: 40 * time.Millisecond, UDPSize: 65535,
-		Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}}
-	for range n {
-		m := new(dns.Msg)
-		m.SetQuestion(name, qtype)
-		m.SetEdns0(size, true)
-		wire, _ := m.Pack()
-		in += len(wire)
-		r, _, err := c.Exchange(m, addr)
-		if err != nil {
-			lost++
-			continue
-		}
-		r.Compress = true
-		b, _ := r.Pack()
-		out += len(b)
-		if r.Truncated {
-			truncated++
-		} else {
-			answered++
-		}
-	}
-	return
-}
 
 // TestAmplificationOfTheShippedGSLBStanza (finding 4): deploy/gslb's
 // Corefile as shipped (addresses on loopback, k8scrd on the test's API
@@ -164,7 +134,7 @@ func TestAmplificationOfTheShippedGSLBStanza(t *testing.T) {
 			qtype uint16
 			via   string
 		}{{txtName, dns.TypeTXT, "k8scrd"}, {aName, dns.TypeA, "gslb"}, {aName, dns.TypeAAAA, "gslb"}} {
-			ans, tc, lost, in, out := burst(client, srv.Addr, q.name, q.qtype, 65535, n)
+			ans, tc, lost, in, out := harness.Burst(client, srv.Addr, q.name, q.qtype, 65535, true, n)
 			f := float64(out) / float64(in)
 			t.Logf("%-32s %-4s via %-6s: %3d answered, %3d truncated, %3d dropped; %6d bytes in, %8d out: %6.1fx",
 				v.name, dns.TypeToString[q.qtype], q.via, ans, tc, lost, in, out, f)

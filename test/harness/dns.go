@@ -223,3 +223,37 @@ func asExit(err error, ee **exec.ExitError) bool {
 	}
 	return ok
 }
+
+// Burst sends n UDP queries for name and qtype from src (an address of this
+// host) to addr, one at a time, as a flood from one client would (rrl,
+// amplification): EDNS0 at size (0: none) with DO when do is set. It counts
+// the whole answers, the truncated ones, those lost (no answer within
+// 50 ms), and the bytes in and out as packed on the wire (compressed, as
+// the server sent them).
+func Burst(src, addr, name string, qtype uint16, size uint16, do bool, n int) (answered, truncated, lost, in, out int) {
+	c := &dns.Client{Net: "udp", Timeout: 50 * time.Millisecond, UDPSize: 65535,
+		Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}}
+	for range n {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		if size > 0 {
+			m.SetEdns0(size, do)
+		}
+		wire, _ := m.Pack()
+		in += len(wire)
+		r, _, err := c.Exchange(m, addr)
+		if err != nil {
+			lost++
+			continue
+		}
+		r.Compress = true
+		b, _ := r.Pack()
+		out += len(b)
+		if r.Truncated {
+			truncated++
+		} else {
+			answered++
+		}
+	}
+	return
+}
