@@ -456,6 +456,22 @@ func (k *Kube) Kubectl(t testing.TB, args ...string) string {
 	return out
 }
 
+// Kustomize renders a kustomization folder (relative to the repository
+// root) with kubectl's built-in kustomize, as `kubectl apply -k` does; an
+// error or an empty rendering fails the test.
+func (k *Kube) Kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out := k.Kubectl(t, "kustomize", filepath.Join(ModuleRoot(t), dir))
+	objs, err := DecodeYAML(out)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("kubectl kustomize %s rendered nothing", dir)
+	}
+	return objs
+}
+
 // TryKubectl runs kubectl with the admin kubeconfig and returns its output
 // and error (for commands expected to fail).
 func (k *Kube) TryKubectl(args ...string) (string, error) {
