@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +72,7 @@ var reRRL = regexp.MustCompile(`(?s)\n\s*rrl \{.*?\n\s*\}`)
 // never reachable from the Internet) and deploy/sidecar's binds
 // 127.0.0.1 in the pod: neither is measured here.
 func TestAmplificationOfTheShippedGSLBStanza(t *testing.T) {
-	requireRRL(t)
+	harness.RequirePlugins(t, "rrl")
 	k := harness.SharedKube(t)
 	k.EnsureNamespace(t, "fleetdns")
 	var txt []string
@@ -143,17 +142,5 @@ func TestAmplificationOfTheShippedGSLBStanza(t *testing.T) {
 			}
 		}
 		srv.Stop()
-	}
-}
-
-// requireRRL skips unless the binary has the rrl plugin.
-func requireRRL(t *testing.T) {
-	t.Helper()
-	out, err := harness.Run(harness.Context(t), harness.CoreDNSBinary(t), "-plugins")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(strings.Fields(out), "rrl") || slices.Contains(strings.Fields(out), "dns.rrl") {
-		harness.Missing(t, "plugin rrl is not in the binary")
 	}
 }

@@ -16,7 +16,7 @@ import (
 // during it is not, nor is TCP from ::1. (The grouping of addresses into a
 // /56 is plugin/rrl's unit test: this host has one IPv6 loopback address.)
 func TestRRLOverIPv6Loopback(t *testing.T) {
-	requireRRL(t)
+	harness.RequirePlugins(t, "rrl")
 	c, err := net.ListenPacket("udp6", "[::1]:0")
 	if err != nil {
 		harness.Missing(t, "IPv6 loopback: %v", err)

@@ -17,7 +17,7 @@ import (
 // cluster: a peer asking localtargets- over UDP without EDNS gets TC, and
 // the same question over TCP gets all 100, as real peers retry.
 func TestLocalTargetsLargeAnswer(t *testing.T) {
-	requirePlugins(t, "k8scrd", "localtargets")
+	harness.RequirePlugins(t, "k8scrd", "localtargets")
 	ip := harness.NewIP(t)
 	dir := t.TempDir()
 	var targets []string
@@ -53,7 +53,7 @@ func TestLocalTargetsLargeAnswer(t *testing.T) {
 // endpoint answers 200 only once every target has had its first check; a
 // target whose check hangs holds readiness for its timeout.
 func TestLocalTargetsReadyAfterFirstChecks(t *testing.T) {
-	requirePlugins(t, "k8scrd", "localtargets")
+	harness.RequirePlugins(t, "k8scrd", "localtargets")
 	ip, target := harness.NewIP(t), harness.NewIP(t)
 	// The target's HTTP service accepts and never answers.
 	hang := make(chan struct{})

@@ -15,7 +15,7 @@ import (
 // its records, and an AXFR of the GSLB zone hands over none (its answers are
 // assembled at query time; a secondary would serve static declarations).
 func TestGSLBZoneIsNotTransferred(t *testing.T) {
-	requirePlugins(t, "gslb", "k8scrd")
+	harness.RequirePlugins(t, "gslb", "k8scrd")
 	ip := harness.NewIP(t)
 	const other = "static.example.org."
 	dir := t.TempDir()

@@ -52,7 +52,7 @@ func manyA() []string {
 
 func startAuthServer(t *testing.T) *authServer {
 	t.Helper()
-	requirePlugins(t, "any", "k8scrd", "localtargets", "gslb", "transfer")
+	harness.RequirePlugins(t, "any", "k8scrd", "localtargets", "gslb", "transfer")
 	a := &authServer{xfrClient: harness.NewIP(t), explainer: harness.NewIP(t), other: harness.NewIP(t)}
 
 	usIP, usDir := harness.NewIP(t), t.TempDir()

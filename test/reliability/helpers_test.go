@@ -8,32 +8,14 @@ package reliability
 
 import (
 	"net"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/fleetdns/fleetdns/test/harness"
-
 	"github.com/miekg/dns"
 )
-
-// requirePlugins fails or skips (harness rules) when the built binary lacks a plugin.
-func requirePlugins(t testing.TB, names ...string) {
-	t.Helper()
-	bin := harness.CoreDNSBinary(t)
-	out, err := harness.Run(harness.Context(t), bin, "-plugins")
-	if err != nil {
-		t.Fatalf("%s -plugins: %v", bin, err)
-	}
-	for _, n := range names {
-		if !regexp.MustCompile(`(?m)^\s*(dns\.)?` + regexp.QuoteMeta(n) + `\s*$`).MatchString(out) {
-			harness.Missing(t, "coredns binary %s lacks plugin %s", bin, n)
-		}
-	}
-}
 
 // addrsOf returns the sorted A/AAAA targets of a reply.
 func addrsOf(m *dns.Msg) []string {

@@ -22,7 +22,7 @@ func TestEtcdAndAPIServerKilledUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a private kube-apiserver and etcd, killed")
 	}
-	requirePlugins(t, "k8scrd")
+	harness.RequirePlugins(t, "k8scrd")
 	k := harness.StartKube(t)
 	k.EnsureNamespace(t, "reliability")
 	k.CreateDNSEndpoint(t, "reliability", "www", nil, harness.Endpoint{DNSName: "www.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}})

@@ -19,7 +19,7 @@ import (
 // plugin so that SIGUSR1 reloads the Corefile.
 func directoryServer(t *testing.T, dir, extra string) *harness.CoreDNS {
 	t.Helper()
-	requirePlugins(t, "k8scrd")
+	harness.RequirePlugins(t, "k8scrd")
 	ip := harness.NewIP(t)
 	return harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
@@ -149,7 +149,7 @@ func TestCorefileReloadUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes")
 	}
-	requirePlugins(t, "k8scrd", "localtargets", "gslb", "reload")
+	harness.RequirePlugins(t, "k8scrd", "localtargets", "gslb", "reload")
 	dir := t.TempDir()
 	testkit.WriteFile(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil,
 		testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}},

@@ -72,7 +72,7 @@ func startSlowPeer(t *testing.T, n int) *slowPeer {
 // gslbCluster starts the cluster "eu" with one static peer "slow".
 func gslbCluster(t *testing.T, peerIP, extra string) (*harness.CoreDNS, string) {
 	t.Helper()
-	requirePlugins(t, "k8scrd", "localtargets", "gslb", "prometheus")
+	harness.RequirePlugins(t, "k8scrd", "localtargets", "gslb", "prometheus")
 	ip, dir := harness.NewIP(t), t.TempDir()
 	prom := fmt.Sprintf("%s:%d", ip, harness.FreePort(t, ip))
 	testkit.WriteFile(t, dir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.10.0.1", "10.10.0.2"}}))

@@ -50,7 +50,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FLEETDNS_SOAK_DURATION=%q: %v", durS, err)
 	}
-	requirePlugins(t, "any", "k8scrd", "localtargets", "gslb", "prometheus")
+	harness.RequirePlugins(t, "any", "k8scrd", "localtargets", "gslb", "prometheus")
 
 	// The peer cluster "us".
 	usIP, usDir := harness.NewIP(t), t.TempDir()
