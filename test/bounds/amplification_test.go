@@ -3,7 +3,6 @@ package bounds_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,28 +13,6 @@ import (
 
 	"github.com/miekg/dns"
 )
-
-// shippedCorefile returns the Corefile of a shipped ConfigMap (the
-// block under `Corefile: |`, de-indented).
-func shippedCorefile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, ok := strings.Cut(string(b), "  Corefile: |\n")
-	if !ok {
-		t.Fatalf("%s: no Corefile", path)
-	}
-	var out []string
-	for _, l := range strings.Split(body, "\n") {
-		if l != "" && !strings.HasPrefix(l, "    ") {
-			break
-		}
-		out = append(out, strings.TrimPrefix(l, "    "))
-	}
-	return strings.Join(out, "\n")
-}
 
 // localized makes the shipped GSLB Corefile run here: bound to ip, its
 // HTTP endpoints on loopback ports, k8scrd reading the test's API server.
@@ -97,7 +74,7 @@ func TestAmplificationOfTheShippedGSLBStanza(t *testing.T) {
 
 	parentIP := harness.NewIP(t)
 	p := startParentAt(t, parentIP, "gslb.example.com", map[string]string{"gslb-ns-eu.gslb.example.com": "127.0.0.1"})
-	shipped := shippedCorefile(t, "deploy/gslb/configmap.yaml")
+	shipped := harness.ShippedCorefile(t, "deploy/gslb/configmap.yaml", "fleetdns-gslb")
 	if !strings.Contains(shipped, "bufsize 1232") || !reRRL.MatchString(shipped) {
 		t.Fatalf("the shipped GSLB stanza lost bufsize 1232 or rrl:\n%s", shipped)
 	}

@@ -52,7 +52,7 @@ func TestDocsQuoteTheShippedCorefiles(t *testing.T) {
 		{"docs/sidecar.md", "deploy/sidecar/configmap.yaml", "fleetdns-sidecar", ".:53 {"},
 		{"docs/multicluster-gslb.md", "deploy/gslb/configmap.yaml", "fleetdns-gslb", "gslb.example.com:53 {"},
 	} {
-		shipped := normalize(shippedCorefile(t, root, c.manifest, c.configMap))
+		shipped := normalize(harness.ShippedCorefile(t, c.manifest, c.configMap))
 		found := false
 		for _, b := range fencedBlocks(t, filepath.Join(root, c.doc)) {
 			if strings.HasPrefix(strings.TrimSpace(b), c.first) {

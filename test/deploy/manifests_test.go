@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -61,23 +60,6 @@ func stripComments(doc string) string {
 		out.WriteString(l + "\n")
 	}
 	return out.String()
-}
-
-// shippedCorefile returns data.Corefile of the ConfigMap name in the
-// manifest file rel (relative to the repository root), as shipped.
-func shippedCorefile(t *testing.T, root, rel, name string) string {
-	t.Helper()
-	for _, o := range readObjects(t, filepath.Join(root, rel)) {
-		if o.Kind == "ConfigMap" && o.Metadata.Name == name {
-			cf, ok := o.Data["Corefile"]
-			if !ok {
-				t.Fatalf("%s: ConfigMap %s has no Corefile key", rel, name)
-			}
-			return cf
-		}
-	}
-	t.Fatalf("%s: no ConfigMap %s", rel, name)
-	return ""
 }
 
 // substitution replaces one thing in a shipped Corefile that cannot exist on
