@@ -75,6 +75,11 @@ type Host struct {
 	// re-assembled by gslb: the object was written by the k8gb operator
 	// (object label k8gb.io/dnstype or k8gb.absa.oss/dnstype).
 	Verbatim bool
+	// Owner is the namespace of the object that owns Name: under strict
+	// tenancy the owning namespace, else that of the first object in store
+	// order. Consumers share per-tenant budgets by it (localtargets fills
+	// its health check caps round robin across owners). "" when unknown.
+	Owner string
 	// Withdrawn is nil when no target is withdrawn, as for every host that
 	// only DNSEndpoints declare. Otherwise source health (the EndpointSlices
 	// behind an Ingress, a Service or a route) withdraws some of A and AAAA,

@@ -471,6 +471,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
+	h.Owner = cmp.Or(owner, kept[0].namespace)
 	for _, o := range kept {
 		eps := o.at(name)
 		h.Verbatim = h.Verbatim || o.verbatim

@@ -1,6 +1,7 @@
 package localtargets
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -65,11 +66,22 @@ type checker struct {
 
 	mu     sync.Mutex
 	checks map[probeSpec]*check
-	queue  checkQueue // wanted checks not in flight, by due time
-	counts [3]int     // wanted checks by state, as published in targetsByState
+	queue  checkQueue // wanted checks not yet due, by due time
+	// dueBy holds the due checks by owner, and the owners' checks in
+	// flight; ring are the owners with due checks, taken in turn from
+	// cursor (see pick). busy is the checks in flight.
+	dueBy  map[string]*ownerChecks
+	ring   []string
+	cursor int
+	busy   int
+	counts [3]int // wanted checks by state, as published in targetsByState
 	// unchecked is the number of targets not checked at the last rescan, by
 	// reason, as published in uncheckedTargets.
 	unchecked map[string]int
+	// refused are the refused targets by class at the last rescan, as
+	// published in refusedTargets; refusedHosts the hosts logged for it.
+	refused      map[string]int
+	refusedHosts map[string]string
 
 	scanned bool // the store was scanned once: ready may latch
 
@@ -94,9 +106,19 @@ type check struct {
 
 	wanted   bool      // some host's target is checked with it
 	inflight bool      // a worker runs it
+	inReady  bool      // in its owner's ready list: due, waiting for a worker
+	owner    string    // the owner whose budget it counts against (store.Host.Owner)
+	runOwner string    // the owner charged while it is in flight
 	unwanted time.Time // since when no host wants it
 	due      time.Time
-	idx      int // in the queue; -1 when not queued (in flight, or unwanted)
+	idx      int // in the queue; -1 when not queued (in flight, ready, or unwanted)
+}
+
+// ownerChecks are one owner's due checks, first due first, and the number
+// of its checks in flight.
+type ownerChecks struct {
+	due      []*check
+	inflight int
 }
 
 // snapshot is what the query path reads: every check known (wanted or
@@ -118,7 +140,7 @@ func hostProps(h *store.Host) [3]string {
 func newChecker(hc healthCheck, zones []string, prefix string, reader store.Store) *checker {
 	c := &checker{
 		hc: hc, zones: zones, prefix: prefix, reader: reader,
-		checks: map[probeSpec]*check{}, unchecked: map[string]int{},
+		checks: map[probeSpec]*check{}, unchecked: map[string]int{}, dueBy: map[string]*ownerChecks{},
 		wake: make(chan struct{}, 1), jobs: make(chan *check),
 	}
 	c.probe = c.check
@@ -248,26 +270,35 @@ func (c *checker) stop() {
 		uncheckedTargets.WithLabelValues(reason).Sub(float64(n))
 	}
 	clear(c.unchecked)
+	for class, n := range c.refused {
+		refusedTargets.WithLabelValues(class).Sub(float64(n))
+	}
+	clear(c.refused)
 	c.mu.Unlock()
 }
 
-// schedule hands due checks to the workers, blocking while all are busy:
-// however many targets there are, at most `workers` checks are in flight.
+// schedule hands due checks to the workers, at most `workers` in flight
+// however many targets there are. Due checks wait in their owner's list,
+// and owners are served in turn (see pick): a tenant with many slow checks
+// (a tarpit that holds each for the whole timeout) delays its own checks,
+// not other owners'.
 func (c *checker) schedule() {
 	defer c.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
+		now := time.Now()
+		for len(c.queue) > 0 && !c.queue[0].due.After(now) {
+			c.enqueue(heap.Pop(&c.queue).(*check))
+		}
 		var next *check
+		if c.busy < c.hc.workers {
+			next = c.pick()
+		}
 		wait := time.Hour
 		if len(c.queue) > 0 {
-			if d := time.Until(c.queue[0].due); d <= 0 {
-				next = heap.Pop(&c.queue).(*check)
-				next.inflight = true
-			} else {
-				wait = d
-			}
+			wait = c.queue[0].due.Sub(now)
 		}
 		c.mu.Unlock()
 		if next != nil {
@@ -292,6 +323,76 @@ func (c *checker) schedule() {
 			}
 		}
 	}
+}
+
+// enqueue puts a due check in its owner's list; c.mu is held.
+func (c *checker) enqueue(ch *check) {
+	oc := c.dueBy[ch.owner]
+	if oc == nil {
+		oc = &ownerChecks{}
+		c.dueBy[ch.owner] = oc
+	}
+	if len(oc.due) == 0 {
+		c.ring = append(c.ring, ch.owner)
+	}
+	oc.due = append(oc.due, ch)
+	ch.inReady = true
+}
+
+// ownerShare is how many checks one owner may have in flight: three
+// quarters of the workers (at least one is left to the others whenever
+// there are two), so that another owner's check, a new host's first among
+// them, starts at once rather than after a slow one ends. It holds with a
+// single owner too: the next may appear at any rescan.
+func (c *checker) ownerShare() int {
+	if c.hc.workers < 2 {
+		return c.hc.workers
+	}
+	return c.hc.workers - max(1, c.hc.workers/4)
+}
+
+// pick returns the next due check, taking owners in turn from the cursor
+// and skipping those at their share, and marks it in flight; nil when none
+// may run now. c.mu is held.
+func (c *checker) pick() *check {
+	share := c.ownerShare()
+	for tried := 0; tried < len(c.ring); {
+		i := c.cursor % len(c.ring)
+		owner := c.ring[i]
+		oc := c.dueBy[owner]
+		// Checks unwanted or forgotten since they became due are dropped.
+		for len(oc.due) > 0 && (!oc.due[0].wanted || c.checks[oc.due[0].key] != oc.due[0]) {
+			oc.due[0].inReady = false
+			oc.due[0] = nil
+			oc.due = oc.due[1:]
+		}
+		if len(oc.due) == 0 {
+			c.ring = slices.Delete(c.ring, i, i+1)
+			if oc.inflight == 0 {
+				delete(c.dueBy, owner)
+			}
+			continue // the same index is the next owner
+		}
+		if oc.inflight >= share {
+			c.cursor = i + 1
+			tried++
+			continue
+		}
+		ch := oc.due[0]
+		oc.due[0] = nil
+		oc.due = oc.due[1:]
+		ch.inReady, ch.inflight, ch.runOwner = false, true, owner
+		oc.inflight++
+		c.busy++
+		c.cursor = i + 1
+		if len(oc.due) == 0 {
+			// An owner is in the ring while it has due checks.
+			c.ring = slices.Delete(c.ring, i, i+1)
+			c.cursor = i
+		}
+		return ch
+	}
+	return nil
 }
 
 func (c *checker) work() {
@@ -330,7 +431,7 @@ func (c *checker) want(ch *check) {
 	ch.wanted = true
 	c.counts[ch.state]++
 	targetsByState.WithLabelValues(ch.state.String()).Inc()
-	if ch.idx < 0 && !ch.inflight {
+	if ch.idx < 0 && !ch.inflight && !ch.inReady {
 		heap.Push(&c.queue, ch)
 	}
 }
@@ -350,11 +451,31 @@ func (c *checker) unwant(ch *check, now time.Time) {
 
 // Reasons a target is not checked, the label of uncheckedTargets.
 const (
-	reasonRefused = "refused"  // an address never checked unless allowed
+	reasonRefused = "refused"  // an address or check refused (refused_targets has the class)
 	reasonHost    = "host_cap" // beyond max_per_host
 	reasonZone    = "zone_cap" // beyond max_per_zone
 	reasonInvalid = "invalid"  // health/* properties that do not parse
 )
+
+// scan is what the store's hosts want checked: the outcome of wanted,
+// computed from the store alone, which reconcile applies to the checker.
+type scan struct {
+	// wanted are the checks to run, each with the owner (store.Host.Owner)
+	// whose budget it counts against: the first to want it.
+	wanted map[probeSpec]string
+	// over are the checks that a host wants but a cap leaves unchecked:
+	// unless wanted too, their verdicts are forgotten, never served stale.
+	over  map[probeSpec]struct{}
+	hosts map[string]cachedHost // parsed checks of hosts with properties
+	// unchecked counts the targets not checked, by reason; firstHost names
+	// a host of each reason, for the log.
+	unchecked map[string]int
+	firstHost map[string]string
+	// refused counts the refused targets by class, and refusedHosts names
+	// the class of each host with a refused target (the first found).
+	refused      map[string]int
+	refusedHosts map[string]string
+}
 
 // rescan finds the checks that the store's hosts want, starts those that
 // are new, and lets those no host wants linger, then forgets them.
@@ -362,18 +483,39 @@ func (c *checker) rescan() {
 	if !c.reader.Synced() {
 		return
 	}
-	wanted := map[probeSpec]struct{}{}
-	hosts := map[string]cachedHost{}
-	unchecked := map[string]int{}
-	firstHost := map[string]string{}
+	c.reconcile(c.wanted(c.snap.Load().checks))
+}
+
+// wanted walks the store and returns the checks its hosts want, within the
+// caps. It reads the configuration, the store and known (the published,
+// immutable index of checks, to tell which capped checks have a verdict to
+// forget) only, and takes no lock of the checker.
+func (c *checker) wanted(known map[probeSpec]*check) *scan {
+	sc := &scan{
+		wanted: map[probeSpec]string{}, over: map[probeSpec]struct{}{}, hosts: map[string]cachedHost{},
+		unchecked: map[string]int{}, firstHost: map[string]string{},
+		refused: map[string]int{}, refusedHosts: map[string]string{},
+	}
 	skip := func(reason, host string, n int) {
 		if n <= 0 {
 			return
 		}
-		if unchecked[reason] == 0 {
-			firstHost[reason] = host
+		if sc.unchecked[reason] == 0 {
+			sc.firstHost[reason] = host
 		}
-		unchecked[reason] += n
+		sc.unchecked[reason] += n
+	}
+	refuse := func(class, host string, n int) {
+		skip(reasonRefused, host, n)
+		sc.refused[class] += n
+		if _, ok := sc.refusedHosts[host]; !ok {
+			sc.refusedHosts[host] = class
+		}
+	}
+	over := func(key probeSpec) {
+		if _, ok := known[key]; ok {
+			sc.over[key] = struct{}{}
+		}
 	}
 	for _, zone := range c.zones {
 		var hs []*store.Host
@@ -392,62 +534,157 @@ func (c *checker) rescan() {
 			}
 			return true
 		})
-		// In name order: which hosts are beyond the zone's cap does not
-		// change from one rescan to the next.
-		slices.SortFunc(hs, func(a, b *store.Host) int { return strings.Compare(a.Name, b.Name) })
-		inZone := map[probeSpec]struct{}{}
-		for _, h := range hs {
+		// Each owner's hosts in name order, owners in order.
+		slices.SortFunc(hs, func(a, b *store.Host) int {
+			return cmp.Or(strings.Compare(a.Owner, b.Owner), strings.Compare(a.Name, b.Name))
+		})
+		var owners []*ownerTargets
+		for i, h := range hs {
+			if i == 0 || h.Owner != hs[i-1].Owner {
+				owners = append(owners, &ownerTargets{owner: h.Owner})
+			}
+			o := owners[len(owners)-1]
 			hck := c.hc.forHost(h)
 			if len(h.Properties) > 0 {
-				hosts[h.Name] = cachedHost{props: hostProps(h), hc: hck}
+				sc.hosts[h.Name] = cachedHost{props: hostProps(h), hc: hck}
 			}
-			if hck.none {
+			switch {
+			case hck.none:
 				continue
-			}
-			if hck.invalid {
+			case hck.invalid:
 				skip(reasonInvalid, h.Name, len(h.A)+len(h.AAAA))
+				continue
+			case hck.refused != "":
+				refuse(hck.refused, h.Name, len(h.A)+len(h.AAAA))
 				continue
 			}
 			// Every target, also those source health withdraws (Host.Ready):
 			// a verdict is the check's, and a source object that becomes
 			// ready again finds its targets' verdicts current.
 			for _, family := range [][]netip.Addr{h.A, h.AAAA} {
-				skip(reasonHost, h.Name, len(family)-c.hc.maxPerHost)
-				for _, ip := range family[:min(len(family), c.hc.maxPerHost)] {
+				for j, ip := range family {
 					key := hck.spec
 					if !key.addr.IsValid() {
 						key.addr = ip.Unmap()
 					}
-					if !c.hc.checkable(key.addr) {
-						skip(reasonRefused, h.Name, 1)
+					if j >= c.hc.maxPerHost {
+						skip(reasonHost, h.Name, 1)
+						over(key)
 						continue
 					}
-					if _, ok := inZone[key]; !ok {
-						if len(inZone) >= c.hc.maxPerZone {
-							skip(reasonZone, h.Name, 1)
-							continue
-						}
-						inZone[key] = struct{}{}
+					if class := c.hc.refusal(key.addr, key.tenant); class != "" {
+						refuse(class, h.Name, 1)
+						continue
 					}
-					wanted[key] = struct{}{}
 				}
 			}
+			o.hosts = append(o.hosts, checkedHost{h, hck})
+		}
+		// The zone's budget of checks is filled round robin across owners,
+		// one target of each in turn: one owner's many hosts, or names that
+		// sort first, cannot take the whole cap. Which targets are beyond
+		// it does not change from one rescan to the next.
+		inZone := map[probeSpec]struct{}{}
+		for live := owners; len(live) > 0; {
+			n := 0
+			for _, o := range live {
+				key, host, ok := o.next(&c.hc)
+				if !ok {
+					continue
+				}
+				live[n] = o
+				n++
+				if _, ok := inZone[key]; !ok {
+					if len(inZone) >= c.hc.maxPerZone {
+						skip(reasonZone, host, 1)
+						over(key)
+						continue
+					}
+					inZone[key] = struct{}{}
+				}
+				if _, ok := sc.wanted[key]; !ok {
+					sc.wanted[key] = o.owner
+				}
+			}
+			live = live[:n]
 		}
 	}
+	return sc
+}
 
+// checkedHost is a host whose targets are checked, with its check.
+type checkedHost struct {
+	h   *store.Host
+	hck hostCheck
+}
+
+// ownerTargets walks one owner's checked targets in order: hosts in name
+// order, A then AAAA, at most max_per_host of each, refused ones left out.
+type ownerTargets struct {
+	owner  string
+	hosts  []checkedHost
+	hi     int // the host
+	family int // 0 A, 1 AAAA
+	ti     int // the target in the family
+}
+
+// next returns the owner's next checked target: its check and host name.
+func (o *ownerTargets) next(hc *healthCheck) (probeSpec, string, bool) {
+	for o.hi < len(o.hosts) {
+		ch := o.hosts[o.hi]
+		family := ch.h.A
+		if o.family == 1 {
+			family = ch.h.AAAA
+		}
+		if o.ti >= min(len(family), hc.maxPerHost) {
+			o.family, o.ti = o.family+1, 0
+			if o.family == 2 {
+				o.hi, o.family = o.hi+1, 0
+			}
+			continue
+		}
+		key := ch.hck.spec
+		if !key.addr.IsValid() {
+			key.addr = family[o.ti].Unmap()
+		}
+		o.ti++
+		if hc.refusal(key.addr, key.tenant) != "" {
+			continue
+		}
+		return key, ch.h.Name, true
+	}
+	return probeSpec{}, "", false
+}
+
+// reconcile applies a scan under the lock: the checks it wants and are new
+// start, those no host wants any more linger, then are forgotten.
+func (c *checker) reconcile(sc *scan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	for key := range wanted {
-		if ch, ok := c.checks[key]; ok {
+	for key, owner := range sc.wanted {
+		ch, ok := c.checks[key]
+		if ok {
 			c.want(ch)
 		} else {
-			c.add(key)
+			ch = c.add(key)
+		}
+		ch.owner = owner
+	}
+	// A check beyond a cap is not checked: its verdict is forgotten at
+	// once rather than served as it was when the check stopped.
+	for key := range sc.over {
+		if _, ok := sc.wanted[key]; ok {
+			continue
+		}
+		if ch, ok := c.checks[key]; ok {
+			c.unwant(ch, now)
+			delete(c.checks, key)
 		}
 	}
 	var lingering []*check
 	for key, ch := range c.checks {
-		if _, ok := wanted[key]; ok {
+		if _, ok := sc.wanted[key]; ok {
 			continue
 		}
 		c.unwant(ch, now)
@@ -465,8 +702,9 @@ func (c *checker) rescan() {
 			delete(c.checks, ch.key)
 		}
 	}
-	c.publish(hosts)
-	c.setUnchecked(unchecked, firstHost)
+	c.publish(sc.hosts)
+	c.setUnchecked(sc.unchecked, sc.firstHost)
+	c.setRefused(sc.refused, sc.refusedHosts)
 	c.scanned = true
 	c.updateReady()
 	c.wakeScheduler()
@@ -485,7 +723,7 @@ func (c *checker) setUnchecked(unchecked map[string]int, firstHost map[string]st
 		if n > 0 {
 			switch reason {
 			case reasonRefused:
-				log.Warningf("%d targets not checked and not served, of hosts such as %s: loopback, link-local, unspecified or metadata addresses (see allow)", n, firstHost[reason])
+				log.Warningf("%d targets not checked and not served, of hosts such as %s: refused addresses or checks (see allow, deny, tenant_address, tenant_body)", n, firstHost[reason])
 			case reasonHost:
 				log.Warningf("%d targets not checked and not served, of hosts such as %s: beyond %d per host and family (see max_per_host)", n, firstHost[reason], c.hc.maxPerHost)
 			case reasonZone:
@@ -496,6 +734,36 @@ func (c *checker) setUnchecked(unchecked map[string]int, firstHost map[string]st
 		}
 	}
 	c.unchecked = unchecked
+}
+
+// maxRefusedLogs bounds the hosts logged by name in one rescan: the rest
+// are counted in one line.
+const maxRefusedLogs = 10
+
+// setRefused publishes the refused targets by class and logs each host
+// whose check became refused, once (by host name and class, not address).
+// c.mu is held.
+func (c *checker) setRefused(refused map[string]int, hosts map[string]string) {
+	for _, class := range refusalClasses {
+		if d := refused[class] - c.refused[class]; d != 0 {
+			refusedTargets.WithLabelValues(class).Add(float64(d))
+		}
+	}
+	c.refused = refused
+	var fresh []string
+	for h, class := range hosts {
+		if c.refusedHosts[h] != class {
+			fresh = append(fresh, h)
+		}
+	}
+	slices.Sort(fresh)
+	for _, h := range fresh[:min(len(fresh), maxRefusedLogs)] {
+		log.Warningf("Health check of %s refused (%s): its targets are not checked and not served (see allow, deny, tenant_address, tenant_body)", h, hosts[h])
+	}
+	if len(fresh) > maxRefusedLogs {
+		log.Warningf("Health checks of %d more hosts refused", len(fresh)-maxRefusedLogs)
+	}
+	c.refusedHosts = hosts
 }
 
 // record moves ch through its states: unknown -> healthy on the first pass,
@@ -512,6 +780,14 @@ func (c *checker) record(ch *check, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch.inflight = false
+	c.busy--
+	if oc := c.dueBy[ch.runOwner]; oc != nil {
+		oc.inflight--
+		if oc.inflight == 0 && len(oc.due) == 0 {
+			delete(c.dueBy, ch.runOwner)
+		}
+	}
+	c.wakeScheduler() // a worker and maybe an owner's share are free
 	if c.checks[ch.key] != ch {
 		return // forgotten while the check ran
 	}
@@ -547,9 +823,6 @@ func (c *checker) record(ch *check, err error) {
 	ch.due = time.Now().Add(c.hc.interval)
 	if ch.wanted && ch.idx < 0 {
 		heap.Push(&c.queue, ch)
-		if ch.idx == 0 {
-			c.wakeScheduler() // sooner than it waits for
-		}
 	}
 	c.updateReady()
 }

@@ -33,6 +33,15 @@ var (
 		Help:      "Number of targets not checked and not served, by reason (refused, host_cap, zone_cap, invalid).",
 	}, []string{"reason"})
 
+	// refusedTargets counts the refused targets (a part of
+	// uncheckedTargets{reason="refused"}) by the class that refuses them.
+	refusedTargets = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "localtargets",
+		Name:      "refused_targets",
+		Help:      "Number of targets whose health check is refused, by class (loopback, unspecified, link_local, multicast, metadata, private, denied, tenant_address, tenant_body).",
+	}, []string{"class"})
+
 	// checkCount counts health checks by result: pass or fail.
 	checkCount = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,

@@ -9,15 +9,14 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 )
 
 // check is one health check of p.
 func (c *checker) check(ctx context.Context, p probeSpec) error {
 	// Never reached through the query or a redirect, but checked here too:
 	// whatever builds a probeSpec, the refused addresses are not dialled.
-	if !c.hc.checkable(p.addr) {
-		return fmt.Errorf("%s: address not allowed", p.proto)
+	if class := p.refusedBy(&c.hc); class != "" {
+		return fmt.Errorf("%s: %s address not allowed", p.proto, class)
 	}
 	hostport := net.JoinHostPort(p.addr.String(), strconv.Itoa(int(p.port)))
 	if p.proto == "tcp" {
@@ -28,6 +27,9 @@ func (c *checker) check(ctx context.Context, p probeSpec) error {
 		return conn.Close()
 	}
 
+	if p.proto == "https" {
+		ctx = context.WithValue(ctx, serverNameKey{}, p.host)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.proto+"://"+hostport+p.path, nil)
 	if err != nil {
 		return err
@@ -35,7 +37,7 @@ func (c *checker) check(ctx context.Context, p probeSpec) error {
 	if p.host != "" {
 		req.Host = p.host
 	}
-	resp, err := httpClient(p.host).Do(req)
+	resp, err := checkClient.Do(req)
 	if err != nil {
 		return err
 	}
@@ -58,32 +60,33 @@ func (c *checker) check(ctx context.Context, p probeSpec) error {
 	return nil
 }
 
-var (
-	clientsMu sync.Mutex
-	clients   = map[string]*http.Client{}
-)
+// serverNameKey carries a check's TLS server name to checkTransport's dial.
+type serverNameKey struct{}
 
-// httpClient returns a client for a TLS server name. Certificates are not
-// verified: a health check asks whether the target serves, not who it is,
-// and targets are addressed by IP. Connections are not reused, so that each
-// check proves that the target still accepts them. The clients are as many
-// as distinct server names: bounded by the checks.
-func httpClient(serverName string) *http.Client {
-	clientsMu.Lock()
-	defer clientsMu.Unlock()
-	if cl, ok := clients[serverName]; ok {
-		return cl
-	}
-	cl := &http.Client{
-		Transport: &http.Transport{
-			Proxy:             nil,
-			DisableKeepAlives: true,
-			TLSClientConfig:   &tls.Config{ServerName: serverName, InsecureSkipVerify: true}, //nolint:gosec // see above
+// checkClient makes every HTTP(S) check: one client and one transport for
+// all, whatever their Host, so that tenants who vary Host values grow
+// nothing. The TLS server name is the request's (from its context), set
+// at dial time. Certificates are not verified: a health check asks whether
+// the target serves, not who it is, and targets are addressed by IP.
+// Connections are not reused, so that each check proves that the target
+// still accepts them (and no connection carries one Host's SNI to another).
+var checkClient = &http.Client{
+	Transport: &http.Transport{
+		Proxy:             nil,
+		DisableKeepAlives: true,
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			name, _ := ctx.Value(serverNameKey{}).(string)
+			tc := tls.Client(conn, &tls.Config{ServerName: name, InsecureSkipVerify: true}) //nolint:gosec // see above
+			if err := tc.HandshakeContext(ctx); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return tc, nil
 		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	clients[serverName] = cl
-	return cl
+	},
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
-
-// checkQueue is a min-heap of checks by due time.

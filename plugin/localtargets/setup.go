@@ -107,7 +107,8 @@ func parse(c *caddy.Controller) (*LocalTargets, *healthCheck, error) {
 //
 //	healthcheck tcp PORT | http PORT PATH [HOST] | https PORT PATH [HOST] | none {
 //	    expect RANGE [SUBSTRING]; interval; timeout; fails; passes
-//	    workers N; max_per_host N; max_per_zone N; allow CIDR...
+//	    workers N; max_per_host N; max_per_zone N; allow CIDR...; deny CIDR...
+//	    tenant_address on|off; tenant_body on|off
 //	}
 func parseHealthCheck(c *caddy.Controller) (*healthCheck, error) {
 	hc := newHealthCheck()
@@ -167,12 +168,26 @@ func parseHealthCheck(c *caddy.Controller) (*healthCheck, error) {
 					return nil, c.Errf("healthcheck %v", err)
 				}
 				hc.def.expectLo, hc.def.expectHi, hc.def.body = lo, hi, body
-			case "allow":
+			case "allow", "deny":
 				p, err := corefile.Prefixes(c)
 				if err != nil {
 					return nil, err
 				}
-				hc.allow = append(hc.allow, p...)
+				if what == "allow" {
+					hc.allow = append(hc.allow, p...)
+				} else {
+					hc.deny = append(hc.deny, p...)
+				}
+			case "tenant_address", "tenant_body":
+				args := corefile.Args(c)
+				if len(args) != 1 || (args[0] != "on" && args[0] != "off") {
+					return nil, c.Errf("healthcheck %s: want on or off", what)
+				}
+				if what == "tenant_address" {
+					hc.tenantAddress = args[0] == "on"
+				} else {
+					hc.tenantBody = args[0] == "on"
+				}
 			default:
 				return nil, c.Errf("unknown healthcheck property %q", c.Val())
 			}

@@ -74,6 +74,21 @@ func TestParse(t *testing.T) {
 			}
 		}},
 		{`localtargets {
+			healthcheck tcp 80 {
+				deny 10.96.0.0/12 fd00:96::/108
+				tenant_address off
+				tenant_body off
+			}
+		}`, "", func(t *testing.T, _ *LocalTargets, hc *healthCheck) {
+			want := newHealthCheck()
+			want.def.proto, want.def.port = "tcp", 80
+			want.deny = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("fd00:96::/108")}
+			want.tenantAddress, want.tenantBody = false, false
+			if hc == nil || !reflect.DeepEqual(*hc, want) {
+				t.Errorf("healthcheck %+v, want %+v", hc, want)
+			}
+		}},
+		{`localtargets {
 			healthcheck none
 		}`, "", func(t *testing.T, _ *LocalTargets, hc *healthCheck) {
 			if hc == nil || !hc.none {
@@ -97,6 +112,9 @@ func TestParse(t *testing.T) {
 		{"localtargets {\nhealthcheck tcp 80 {\nfails 0\n}\n}", "not a positive number", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\ninterval 1s\ntimeout 2s\n}\n}", "longer than its interval", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nallow 127.0.0.1/40\n}\n}", "not a CIDR or an address", nil},
+		{"localtargets {\nhealthcheck tcp 80 {\ntenant_body no\n}\n}", "want on or off", nil},
+		{"localtargets {\nhealthcheck tcp 80 {\ntenant_address\n}\n}", "want on or off", nil},
+		{"localtargets {\nhealthcheck tcp 80 {\ndeny 10.0.0.0/33\n}\n}", "not a CIDR or an address", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nexpect 2xx\n}\n}", "a range such as 200-399", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nworkers 0\n}\n}", "not a positive number", nil},
 		{"localtargets {\nhealthcheck tcp 80 {\nretries 2\n}\n}", `unknown healthcheck property "retries"`, nil},

@@ -170,6 +170,14 @@ func Host(name string, addrs ...string) *store.Host {
 	return h
 }
 
+// OwnedHost is Host owned by the namespace owner (store.Host.Owner), as
+// k8scrd sets it from the object that publishes the name.
+func OwnedHost(owner, name string, addrs ...string) *store.Host {
+	h := Host(name, addrs...)
+	h.Owner = owner
+	return h
+}
+
 // Withdraw returns a copy of h whose targets addrs are withdrawn by source
 // health, as k8scrd gives a host whose only contributors of those targets
 // are unready: h.A and h.AAAA keep them, h.Ready leaves them out. Naming
