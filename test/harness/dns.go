@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -256,4 +258,20 @@ func Burst(src, addr, name string, qtype uint16, size uint16, do bool, n int) (a
 		}
 	}
 	return
+}
+
+// WaitTargets waits up to d until addr answers name and qtype with exactly
+// want (as Targets gives them: sorted), and fails the test otherwise with
+// what was awaited and the last answer.
+func WaitTargets(t testing.TB, d time.Duration, what, addr, name string, qtype uint16, want ...string) {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	testkit.Eventually(t, d, what, func() (bool, string) {
+		m, err := Ask(addr, name, qtype)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := Targets(m, qtype)
+		return dns.RcodeToString[m.Rcode] == "NOERROR" && slices.Equal(got, want), dns.RcodeToString[m.Rcode] + " " + strings.Join(got, ",")
+	})
 }

@@ -81,10 +81,7 @@ func TestManifestWrittenInPieces(t *testing.T) {
 	}
 	f.Close()
 	completed := time.Now()
-	testkit.Eventually(t, 5*time.Second, "www served from the completed manifest", func() (bool, string) {
-		m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
-		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.2"}), summary(m, err)
-	})
+	harness.WaitTargets(t, 5*time.Second, "www served from the completed manifest", srv.Addr, "www."+zone, dns.TypeA, "192.0.2.2")
 	t.Logf("completed manifest served after %v", time.Since(completed).Round(time.Millisecond))
 
 	// A new file that appears half written: whatever it holds so far is not
@@ -98,10 +95,7 @@ func TestManifestWrittenInPieces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "extra.yaml"), []byte(extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 5*time.Second, "new.example.org served from the added file", func() (bool, string) {
-		m, err := harness.Ask(srv.Addr, "new."+zone, dns.TypeA)
-		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.3"}), summary(m, err)
-	})
+	harness.WaitTargets(t, 5*time.Second, "new.example.org served from the added file", srv.Addr, "new."+zone, dns.TypeA, "192.0.2.3")
 	total, wrong, first = l.end()
 	if wrong > 0 {
 		t.Errorf("a half-written new file disturbed other names: %d of %d wrong: %v", wrong, total, first)
