@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,7 +26,6 @@ import (
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
-	"golang.org/x/sys/unix"
 )
 
 // internalAddrs exist only inside the lab's namespace: a private service
@@ -114,36 +112,14 @@ func (l *lab) tenantAddr(i int) string {
 // switches back.
 func (l *lab) listen(t *testing.T, addr string) net.Listener {
 	t.Helper()
-	ln, err := func() (net.Listener, error) {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			return nil, err
-		}
-		defer orig.Close()
-		target, err := os.Open("/run/netns/" + l.ns.Name)
-		if err != nil {
-			runtime.UnlockOSThread()
-			return nil, err
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			return nil, fmt.Errorf("setns: %w", err)
-		}
-		ln, lerr := net.Listen("tcp", addr)
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-			// The thread stays in the namespace: left locked, it ends
-			// with this goroutine.
-			if ln != nil {
-				ln.Close()
-			}
-			return nil, fmt.Errorf("setns back: %w", err)
-		}
-		runtime.UnlockOSThread()
-		return ln, lerr
-	}()
+	var ln net.Listener
+	err := harness.InNetNS("/run/netns/"+l.ns.Name, func() (err error) {
+		ln, err = net.Listen("tcp", addr)
+		return err
+	})
+	if err != nil && ln != nil {
+		ln.Close()
+	}
 	if err != nil {
 		t.Fatalf("listen on %s in the namespace: %v", addr, err)
 	}
