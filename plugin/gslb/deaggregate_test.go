@@ -2,15 +2,11 @@ package gslb
 
 import (
 	"math/rand/v2"
-	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
+	"github.com/fleetdns/fleetdns/internal/testkit/mmdbtest"
 	"github.com/miekg/dns"
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -70,7 +66,7 @@ func TestECSScopeDeaggregatesNestedCIDRs(t *testing.T) {
 // configured `geo cidr` (10.2.0.0/15 NA with ap's 10.3.128.0/17) is
 // deaggregated the same way.
 func TestECSScopeDeaggregatesMaxMindNetworks(t *testing.T) {
-	path := writeMMDB(t)
+	path := mmdbtest.ContinentsFile(t, euNA...)
 	g, _, _, _ := twoPeers(t, "strategy geoip\ngeo cidr 10.3.128.0/17 ap\ngeo mmdb "+path+" continent.code\ngeo map EU eu\ngeo map NA us",
 		newFakeStore(host(app, "10.0.1.1")))
 	for _, c := range []struct {
@@ -100,7 +96,11 @@ func TestECSScopeDeaggregatesMaxMindNetworks(t *testing.T) {
 func TestECSScopeHoldsForEveryAddressInside(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 7871))
 	tags := []string{"eu", "us", "ap"}
-	mmdbPath := writeNestedMMDB(t)
+	// Networks that split 10.0.0.0/16 unevenly (mmdbwriter deaggregates an
+	// inserted network around a later, more specific one).
+	mmdbPath := mmdbtest.ContinentsFile(t,
+		mmdbtest.Network{CIDR: "10.0.0.0/17", Continent: "EU"}, mmdbtest.Network{CIDR: "10.0.64.0/20", Continent: "AS"},
+		mmdbtest.Network{CIDR: "10.0.128.0/18", Continent: "NA"}, mmdbtest.Network{CIDR: "10.0.200.0/22", Continent: "EU"})
 	for round := range 200 {
 		r := &geoResolver{values: map[string]string{}}
 		// CIDRs within 10.0.0.0/16, nested at random.
@@ -148,33 +148,4 @@ func randomIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
 		v |= rng.Uint32() & (1<<(32-p.Bits()) - 1)
 	}
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-}
-
-// writeNestedMMDB writes a MaxMind database whose networks split 10.0.0.0/16
-// unevenly (mmdbwriter deaggregates an inserted network around a later,
-// more specific one).
-func writeNestedMMDB(t *testing.T) string {
-	t.Helper()
-	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []struct{ cidr, code string }{
-		{"10.0.0.0/17", "EU"}, {"10.0.64.0/20", "AS"}, {"10.0.128.0/18", "NA"}, {"10.0.200.0/22", "EU"},
-	} {
-		_, ipn, _ := net.ParseCIDR(n.cidr)
-		if err := tree.Insert(ipn, mmdbtype.Map{"continent": mmdbtype.Map{"code": mmdbtype.String(n.code)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(t.TempDir(), "nested.mmdb")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := tree.WriteTo(f); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

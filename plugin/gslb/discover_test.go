@@ -70,22 +70,6 @@ func (p *fakeParent) serve(w dns.ResponseWriter, r *dns.Msg) {
 	w.WriteMsg(m)
 }
 
-// startPeerAt is startPeer on a given address.
-func startPeerAt(t *testing.T, addr string, targets map[string][]string) *fakePeer {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &fakePeer{addr: pc.LocalAddr().String(), targets: targets, ttl: 30}
-	started := make(chan struct{})
-	p.srv = &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(p.serve), NotifyStartedFunc: func() { close(started) }}
-	go p.srv.ActivateAndServe()
-	<-started
-	t.Cleanup(func() { p.srv.Shutdown() })
-	return p
-}
-
 func peerTags(g *GSLB) []string {
 	var tags []string
 	for _, p := range g.peers.Load().list {

@@ -3,8 +3,6 @@ package gslb
 import (
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,8 +12,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/testkit"
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
+	"github.com/fleetdns/fleetdns/internal/testkit/mmdbtest"
 	"github.com/miekg/dns"
 )
 
@@ -140,34 +137,12 @@ func TestECSIPv6(t *testing.T) {
 	}
 }
 
-// writeMMDB writes a MaxMind database that maps 10.1.0.0/16 to Europe and
-// 10.2.0.0/15 to North America.
-func writeMMDB(t *testing.T) string {
-	t.Helper()
-	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for cidr, code := range map[string]string{"10.1.0.0/16": "EU", "10.2.0.0/15": "NA"} {
-		_, n, _ := net.ParseCIDR(cidr)
-		if err := tree.Insert(n, mmdbtype.Map{"continent": mmdbtype.Map{"code": mmdbtype.String(code)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(t.TempDir(), "geo.mmdb")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := tree.WriteTo(f); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+// euNA is a MaxMind database's networks: 10.1.0.0/16 in Europe, 10.2.0.0/15
+// in North America.
+var euNA = []mmdbtest.Network{{CIDR: "10.1.0.0/16", Continent: "EU"}, {CIDR: "10.2.0.0/15", Continent: "NA"}}
 
 func TestGeoipFromMaxMindDB(t *testing.T) {
-	path := writeMMDB(t)
+	path := mmdbtest.ContinentsFile(t, euNA...)
 	g, _, _, _ := twoPeers(t, "strategy geoip\ngeo mmdb "+path+" continent.code\ngeo map EU eu\ngeo map NA us", newFakeStore(host(app, "10.0.1.1")))
 	for _, c := range []struct {
 		subnet string

@@ -54,9 +54,16 @@ type fakePeer struct {
 	signed  atomic.Int64 // queries that carried a TSIG
 }
 
+// startPeer starts a fakePeer on 127.0.0.1 (startPeerAt for another address).
 func startPeer(t testing.TB, targets map[string][]string) *fakePeer {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	return startPeerAt(t, "127.0.0.1:0", targets)
+}
+
+// startPeerAt starts a fakePeer answering on addr (UDP).
+func startPeerAt(t testing.TB, addr string, targets map[string][]string) *fakePeer {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func TestSourceHealthAndChecksBothMustPass(t *testing.T) {
 	go acceptAll(l)
 	l3, err := net.Listen("tcp", net.JoinHostPort("127.0.0.3", strconv.Itoa(port)))
 	if err != nil {
-		t.Skipf("127.0.0.3:%d: %v", port, err)
+		testkit.Missing(t, "a listener on 127.0.0.3:%d (a second loopback address): %v", port, err)
 	}
 	t.Cleanup(func() { l3.Close() })
 	go acceptAll(l3)

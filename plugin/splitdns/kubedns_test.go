@@ -1,8 +1,6 @@
 package splitdns
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -71,12 +69,8 @@ func TestKubeDNSChangeTakesEffect(t *testing.T) {
 	one := newUpstream(t, answerA("10.0.0.1"))
 	two := newUpstream(t, answerA("10.0.0.2"))
 	dir := t.TempDir()
-	write := func(name, content string) {
-		// As kubelet does: a new file renamed into place.
-		tmp := filepath.Join(dir, "."+name+".tmp")
-		os.WriteFile(tmp, []byte(content), 0o644)
-		os.Rename(tmp, filepath.Join(dir, name))
-	}
+	// As kubelet does: a new file renamed into place.
+	write := func(name, content string) { testkit.WriteFile(t, dir, name, content) }
 	write(stubDomainsFile, `{"acme.local": ["`+one.addr+`"]}`)
 	s := newSplitDNS(t, `splitdns {
 		kubedns `+dir+`

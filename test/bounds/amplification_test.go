@@ -2,11 +2,9 @@ package bounds_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,28 +14,6 @@ import (
 
 	"github.com/miekg/dns"
 )
-
-// shippedCorefile returns the Corefile of a shipped ConfigMap (the
-// block under `Corefile: |`, de-indented).
-func shippedCorefile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, ok := strings.Cut(string(b), "  Corefile: |\n")
-	if !ok {
-		t.Fatalf("%s: no Corefile", path)
-	}
-	var out []string
-	for _, l := range strings.Split(body, "\n") {
-		if l != "" && !strings.HasPrefix(l, "    ") {
-			break
-		}
-		out = append(out, strings.TrimPrefix(l, "    "))
-	}
-	return strings.Join(out, "\n")
-}
 
 // writeFleetKey writes a fleet TSIG key where the shipped Corefile's
 // mounted Secret would be, and returns its path.
@@ -76,35 +52,6 @@ func localized(t *testing.T, corefile, ip, kubeconfig string) (string, string) {
 
 var reRRL = regexp.MustCompile(`(?s)\n\s*rrl \{.*?\n\s*\}`)
 
-// burst sends n UDP queries from src to addr one at a time at EDNS size
-// and returns the answers (whole and truncated), those lost, and bytes in
-// and out as packed on the wire.
-func burst(src, addr, name string, qtype uint16, size uint16, n int) (answered, truncated, lost, in, out int) {
-	c := &dns.Client{Net: "udp", Timeout: 40 * time.Millisecond, UDPSize: 65535,
-		Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}}
-	for range n {
-		m := new(dns.Msg)
-		m.SetQuestion(name, qtype)
-		m.SetEdns0(size, true)
-		wire, _ := m.Pack()
-		in += len(wire)
-		r, _, err := c.Exchange(m, addr)
-		if err != nil {
-			lost++
-			continue
-		}
-		r.Compress = true
-		b, _ := r.Pack()
-		out += len(b)
-		if r.Truncated {
-			truncated++
-		} else {
-			answered++
-		}
-	}
-	return
-}
-
 // TestAmplificationOfTheShippedGSLBStanza (finding 4): deploy/gslb's
 // Corefile as shipped (addresses on loopback, k8scrd on the test's API
 // server), and with its rrl and bufsize lines taken out, asked 100 times
@@ -117,7 +64,7 @@ func burst(src, addr, name string, qtype uint16, size uint16, n int) (answered, 
 // never reachable from the Internet) and deploy/sidecar's binds
 // 127.0.0.1 in the pod: neither is measured here.
 func TestAmplificationOfTheShippedGSLBStanza(t *testing.T) {
-	requireRRL(t)
+	harness.RequirePlugins(t, "rrl")
 	k := harness.SharedKube(t)
 	k.EnsureNamespace(t, "fleetdns")
 	var txt []string
@@ -142,7 +89,7 @@ func TestAmplificationOfTheShippedGSLBStanza(t *testing.T) {
 
 	parentIP := harness.NewIP(t)
 	p := startParentAt(t, parentIP, "gslb.example.com", map[string]string{"gslb-ns-eu.gslb.example.com": "127.0.0.1"})
-	shipped := shippedCorefile(t, "deploy/gslb/configmap.yaml")
+	shipped := harness.ShippedCorefile(t, "deploy/gslb/configmap.yaml", "fleetdns-gslb")
 	if !strings.Contains(shipped, "bufsize 1232") || !reRRL.MatchString(shipped) {
 		t.Fatalf("the shipped GSLB stanza lost bufsize 1232 or rrl:\n%s", shipped)
 	}
@@ -178,7 +125,7 @@ func TestAmplificationOfTheShippedGSLBStanza(t *testing.T) {
 			qtype uint16
 			via   string
 		}{{txtName, dns.TypeTXT, "k8scrd"}, {aName, dns.TypeA, "gslb"}, {aName, dns.TypeAAAA, "gslb"}} {
-			ans, tc, lost, in, out := burst(client, srv.Addr, q.name, q.qtype, 65535, n)
+			ans, tc, lost, in, out := harness.Burst(client, srv.Addr, q.name, q.qtype, 65535, true, n)
 			f := float64(out) / float64(in)
 			t.Logf("%-32s %-4s via %-6s: %3d answered, %3d truncated, %3d dropped; %6d bytes in, %8d out: %6.1fx",
 				v.name, dns.TypeToString[q.qtype], q.via, ans, tc, lost, in, out, f)
@@ -187,17 +134,5 @@ func TestAmplificationOfTheShippedGSLBStanza(t *testing.T) {
 			}
 		}
 		srv.Stop()
-	}
-}
-
-// requireRRL skips unless the binary has the rrl plugin.
-func requireRRL(t *testing.T) {
-	t.Helper()
-	out, err := harness.Run(harness.Context(t), harness.CoreDNSBinary(t), "-plugins")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(strings.Fields(out), "rrl") || slices.Contains(strings.Fields(out), "dns.rrl") {
-		harness.Missing(t, "plugin rrl is not in the binary")
 	}
 }

@@ -2,15 +2,11 @@ package bounds_test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -40,7 +36,7 @@ func startCluster(t *testing.T, gslbLines, manifest string, opts ...harness.Opti
 	c := &cluster{ip: harness.NewIP(t), dir: t.TempDir()}
 	c.metrics = harness.HostPort(t, c.ip)
 	c.pprof = harness.HostPort(t, c.ip)
-	writeFile(t, c.dir, "hosts.yaml", manifest)
+	testkit.WriteFile(t, c.dir, "hosts.yaml", manifest)
 	opts = append([]harness.Option{harness.WithStartTimeout(60 * time.Second)}, opts...)
 	c.CoreDNS = harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
@@ -58,69 +54,6 @@ func startCluster(t *testing.T, gslbLines, manifest string, opts ...harness.Opti
 }
 `, zone, c.ip, c.metrics, c.pprof, zone, zone, gslbLines, zone, c.dir), opts...)
 	return c
-}
-
-func writeFile(t testing.TB, dir, name, content string) {
-	t.Helper()
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// metricsText returns the prometheus exposition of hostport.
-func metricsText(t testing.TB, hostport string) string {
-	t.Helper()
-	cl := http.Client{Timeout: 10 * time.Second}
-	resp, err := cl.Get("http://" + hostport + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// metric returns the sum of the samples of name whose labels contain every
-// one of labels (`key="value"`), and how many there were.
-func metric(text, name string, labels ...string) (float64, int) {
-	var sum float64
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(line, l)
-		}
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err == nil {
-			sum += v
-			n++
-		}
-	}
-	return sum, n
-}
-
-// series counts the samples in text whose name starts with prefix.
-func series(text, prefix string) int {
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, prefix) {
-			n++
-		}
-	}
-	return n
 }
 
 // answer asks addr for name over UDP at EDNS 4096 and returns the message.

@@ -62,7 +62,7 @@ func (p *parentZone) set(t *testing.T, delegation map[string]string) {
 		eps = append(eps, testkit.Endpoint{DNSName: n, RecordType: "A", TTL: 60, Targets: []string{delegation[n]}})
 	}
 	eps = append(eps, testkit.Endpoint{DNSName: zone, RecordType: "NS", TTL: 60, Targets: ns})
-	writeFile(t, p.dir, "delegation.yaml", testkit.DNSEndpoint("dns", "delegation", nil, eps...))
+	testkit.WriteFile(t, p.dir, "delegation.yaml", testkit.DNSEndpoint("dns", "delegation", nil, eps...))
 }
 
 // manyNS are n name servers of tags <prefix>0000..., each with glue at addr.
@@ -113,26 +113,26 @@ func TestThousandNameServersInTheParent(t *testing.T) {
 		testkit.DNSEndpoint("apps", "www", nil, testkit.Endpoint{DNSName: host, RecordType: "A", TTL: 5, Targets: []string{"127.41.0.1"}}),
 		harness.WithProbe(host, dns.TypeA))
 	time.Sleep(1500 * time.Millisecond)
-	base := metricsText(t, c.metrics)
-	baseG, _ := metric(base, "go_goroutines")
+	base := harness.Scrape(t, c.metrics)
+	baseG := base.Sum("go_goroutines")
 
 	ns := manyNS("p", 1000, sinkIP)
 	ns["gslb-ns-eu."+zone] = own
 	p.set(t, ns)
 	testkit.Eventually(t, 10*time.Second, "64 discovered peers", func() (bool, string) {
-		v, _ := metric(metricsText(t, c.metrics), "coredns_gslb_discovered_peers")
+		v := harness.Scrape(t, c.metrics).Sum("coredns_gslb_discovered_peers")
 		return v == 64, fmt.Sprintf("coredns_gslb_discovered_peers = %v, want 64 (max_peers)", v)
 	})
 	start, _ := sink.count()
 	time.Sleep(6 * time.Second)
 	end, _ := sink.count()
-	text := metricsText(t, c.metrics)
-	g, _ := metric(text, "go_goroutines")
-	ignored, _ := metric(text, "coredns_gslb_discovery_ignored_peers")
-	tags, n := peerLabels(text)
+	text := harness.Scrape(t, c.metrics)
+	g := text.Sum("go_goroutines")
+	ignored := text.Sum("coredns_gslb_discovery_ignored_peers")
+	tags, n := peerLabels(text.Text)
 	rate := float64(end-start) / 6
 	t.Logf("1,000 NS names: %d peers in /metrics, %d per-peer series, %d series in all, /metrics %d bytes; %v ignored; goroutines %v -> %v; the silent peer asked %.1f times/s (%d queries from 1 s to 7 s after discovery)",
-		len(tags), n, series(text, "coredns_"), len(text), ignored, baseG, g, rate, end-start)
+		len(tags), n, text.Series("coredns_"), len(text.Text), ignored, baseG, g, rate, end-start)
 	if len(tags) > 64 || ignored != 936 {
 		t.Errorf("%d peers in /metrics, %v ignored; want at most 64 and 936", len(tags), ignored)
 	}
@@ -165,16 +165,16 @@ func TestThousandNameServersInTheParent(t *testing.T) {
 		time.Sleep(1200 * time.Millisecond)
 	}
 	testkit.Eventually(t, 10*time.Second, "series of the last generation only", func() (bool, string) {
-		text := metricsText(t, c.metrics)
-		tags, n := peerLabels(text)
+		text := harness.Scrape(t, c.metrics)
+		tags, n := peerLabels(text.Text)
 		var stale []string
 		for tag := range tags {
 			if !strings.HasPrefix(tag, gen) {
 				stale = append(stale, tag)
 			}
 		}
-		g, _ := metric(text, "go_goroutines")
-		t.Logf("after 4 generations of 1,000 names: %d peers in /metrics (%d stale), %d per-peer series, goroutines %v, /metrics %d bytes", len(tags), len(stale), n, g, len(text))
+		g := text.Sum("go_goroutines")
+		t.Logf("after 4 generations of 1,000 names: %d peers in /metrics (%d stale), %d per-peer series, goroutines %v, /metrics %d bytes", len(tags), len(stale), n, g, len(text.Text))
 		return len(stale) == 0 && len(tags) <= 64 && g-baseG <= 100, fmt.Sprintf("%d peers in /metrics, %d of earlier generations (%v...), goroutines %v", len(tags), len(stale), stale[:min(3, len(stale))], g)
 	})
 }
@@ -214,9 +214,9 @@ func TestGlueOfThisHostIsRefused(t *testing.T) {
 				testkit.DNSEndpoint("apps", "www", nil, testkit.Endpoint{DNSName: host, RecordType: "A", TTL: 5, Targets: []string{"127.41.0.1"}}),
 				harness.WithProbe(host, dns.TypeA))
 			testkit.Eventually(t, 10*time.Second, "the delegation read", func() (bool, string) {
-				text := metricsText(t, cl.metrics)
-				peers, _ := metric(text, "coredns_gslb_discovered_peers")
-				refused, _ := metric(text, "coredns_gslb_discovery_refused_glue")
+				text := harness.Scrape(t, cl.metrics)
+				peers := text.Sum("coredns_gslb_discovered_peers")
+				refused := text.Sum("coredns_gslb_discovery_refused_glue")
 				return peers == c.peers && refused == c.refused, fmt.Sprintf("discovered_peers %v, refused_glue %v; want %v, %v", peers, refused, c.peers, c.refused)
 			})
 			if !strings.Contains(cl.Log(), "169.254.169.254") {

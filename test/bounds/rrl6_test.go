@@ -16,7 +16,7 @@ import (
 // during it is not, nor is TCP from ::1. (The grouping of addresses into a
 // /56 is plugin/rrl's unit test: this host has one IPv6 loopback address.)
 func TestRRLOverIPv6Loopback(t *testing.T) {
-	requireRRL(t)
+	harness.RequirePlugins(t, "rrl")
 	c, err := net.ListenPacket("udp6", "[::1]:0")
 	if err != nil {
 		harness.Missing(t, "IPv6 loopback: %v", err)
@@ -37,12 +37,12 @@ func TestRRLOverIPv6Loopback(t *testing.T) {
 }`, port, ip), harness.WithDNSAddr(net.JoinHostPort("::1", strconv.Itoa(port))))
 	v4 := net.JoinHostPort(ip, strconv.Itoa(port))
 	const n = 40
-	ans, tc, lost, _, _ := burst("::1", srv.Addr, "www.example.org.", dns.TypeA, 1232, n)
+	ans, tc, lost, _, _ := harness.Burst("::1", srv.Addr, "www.example.org.", dns.TypeA, 1232, true, n)
 	t.Logf("burst of %d from ::1: %d answered, %d truncated (slipped), %d dropped", n, ans, tc, lost)
 	if ans > 10 || lost < n/3 || tc < n/4 {
 		t.Errorf("burst from ::1: %d answered, %d slipped, %d dropped; want at most 10 answered, about half of the rest slipped", ans, tc, lost)
 	}
-	if a, _, _, _, _ := burst(harness.NewIP(t), v4, "www.example.org.", dns.TypeA, 1232, 5); a != 5 {
+	if a, _, _, _, _ := harness.Burst(harness.NewIP(t), v4, "www.example.org.", dns.TypeA, 1232, true, 5); a != 5 {
 		t.Errorf("an IPv4 client during the burst: %d of 5 answered", a)
 	}
 	for i := range 10 {

@@ -3,13 +3,13 @@ package bounds_test
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -22,21 +22,6 @@ func targets(net, n int) []string {
 		out[i] = fmt.Sprintf("127.%d.%d.%d", net+i/65536, i/256%256, i%256)
 	}
 	return out
-}
-
-// cpuTicks returns the user and system CPU time of pid so far, in clock
-// ticks (fields 14 and 15 of /proc/PID/stat).
-func cpuTicks(t testing.TB, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The command name (field 2) may hold spaces; the fields after it do not.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s
 }
 
 // clkTck is USER_HZ, the unit of /proc/PID/stat's times: 100 on Linux.
@@ -54,7 +39,10 @@ func cpuPerQuery(t *testing.T, c *cluster, name string, n int) (time.Duration, i
 		failed  error
 		largest int
 	)
-	before := cpuTicks(t, c.Pid())
+	before, err := benchkit.CPUTicks(c.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for w := range clients {
 		wg.Add(1)
 		go func() {
@@ -80,7 +68,11 @@ func cpuPerQuery(t *testing.T, c *cluster, name string, n int) (time.Duration, i
 		}()
 	}
 	wg.Wait()
-	ticks := cpuTicks(t, c.Pid()) - before
+	after, err := benchkit.CPUTicks(c.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks := after - before
 	if failed != nil {
 		t.Fatalf("%s: %v", name, failed)
 	}
@@ -112,7 +104,7 @@ func TestCPUPerQueryAtManyTargets(t *testing.T) {
 	if m := answer(t, large.Addr, huge, dns.TypeA); m.Rcode != dns.RcodeNameError || len(m.Answer) != 0 {
 		t.Errorf("%s with 100,000 targets: %s with %d answers, want NXDOMAIN (refused at load)", huge, dns.RcodeToString[m.Rcode], len(m.Answer))
 	}
-	if v, _ := metric(metricsText(t, large.metrics), "coredns_k8scrd_invalid_endpoints_total", `reason="size"`); v < 1 {
+	if v := harness.Scrape(t, large.metrics).Sum("coredns_k8scrd_invalid_endpoints_total", "reason", "size"); v < 1 {
 		t.Errorf(`coredns_k8scrd_invalid_endpoints_total{reason="size"} = %v, want the 100,000-target RRset counted`, v)
 	}
 	if !strings.Contains(large.Log(), "RRset at "+huge+".") {

@@ -58,7 +58,7 @@ func TestChartMatchesKustomize(t *testing.T) {
 		{"gslb", "deploy/gslb", "fleetdns", []string{"--set", "mode=gslb"}, gslbDiffs, []string{"PodDisruptionBudget"}, []string{"Namespace"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			kz := kustomize(t, k, root, c.dir)
+			kz := k.Kustomize(t, c.dir)
 			ch := render(t, "fleetdns", c.ns, c.args...)
 
 			// Kinds.
@@ -143,16 +143,6 @@ func isRBAC(kind string) bool {
 		return true
 	}
 	return false
-}
-
-// kustomize renders a kustomization folder with kubectl's built-in kustomize.
-func kustomize(t *testing.T, k *harness.Kube, root, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	objs, err := harness.DecodeYAML(k.Kubectl(t, "kustomize", filepath.Join(root, dir)))
-	if err != nil || len(objs) == 0 {
-		t.Fatalf("kubectl kustomize %s: %v (%d objects)", dir, err, len(objs))
-	}
-	return objs
 }
 
 func corefileOf(t *testing.T, objs []*unstructured.Unstructured, name string) string {

@@ -35,7 +35,6 @@ func TestCRDAppliesAndIsEstablished(t *testing.T) {
 // stock objects) and applies it server-side: every object is accepted.
 func TestKustomizationsApplyServerSide(t *testing.T) {
 	k := harness.SharedKube(t)
-	root := harness.ModuleRoot(t)
 	for _, c := range []struct {
 		dir  string
 		want []string // objects that must be in the rendering
@@ -50,7 +49,7 @@ func TestKustomizationsApplyServerSide(t *testing.T) {
 			"Deployment/fleetdns/app", "Service/fleetdns/app", "Ingress/fleetdns/app"}},
 	} {
 		t.Run(strings.ReplaceAll(c.dir, "/", "_"), func(t *testing.T) {
-			objs := kustomize(t, k, root, c.dir)
+			objs := k.Kustomize(t, c.dir)
 			have := map[string]bool{}
 			for _, s := range kindsOf(objs) {
 				have[s] = true
@@ -79,7 +78,7 @@ func TestOverlaysSetPerClusterValues(t *testing.T) {
 	root := harness.ModuleRoot(t)
 	glue := glueOf(t, root)
 	for _, tag := range []string{"eu", "us"} {
-		objs := kustomize(t, k, root, "deploy/multicluster/overlays/"+tag)
+		objs := k.Kustomize(t, "deploy/multicluster/overlays/"+tag)
 		var cmName, envFrom, lbIP string
 		var ing *networkingv1.Ingress
 		appPorts := map[string]bool{}
@@ -264,8 +263,7 @@ func TestInvalidDNSEndpointsRejectedByCRD(t *testing.T) {
 // on the shared API server, so the apply cannot lean on another test's.
 func TestParentKustomizationAppliesWhereNoFleetRuns(t *testing.T) {
 	k := harness.SharedKube(t)
-	root := harness.ModuleRoot(t)
-	objs := kustomize(t, k, root, "deploy/multicluster/parent")
+	objs := k.Kustomize(t, "deploy/multicluster/parent")
 	fresh := fmt.Sprintf("parent-%d", time.Now().UnixNano()%1_000_000)
 	for _, o := range objs {
 		switch {

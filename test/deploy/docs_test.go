@@ -52,7 +52,7 @@ func TestDocsQuoteTheShippedCorefiles(t *testing.T) {
 		{"docs/sidecar.md", "deploy/sidecar/configmap.yaml", "fleetdns-sidecar", ".:53 {"},
 		{"docs/multicluster-gslb.md", "deploy/gslb/configmap.yaml", "fleetdns-gslb", "gslb.example.com:53 {"},
 	} {
-		shipped := normalize(shippedCorefile(t, root, c.manifest, c.configMap))
+		shipped := normalize(harness.ShippedCorefile(t, c.manifest, c.configMap))
 		found := false
 		for _, b := range fencedBlocks(t, filepath.Join(root, c.doc)) {
 			if strings.HasPrefix(strings.TrimSpace(b), c.first) {
@@ -69,23 +69,32 @@ func TestDocsQuoteTheShippedCorefiles(t *testing.T) {
 	}
 }
 
-var reRepoPath = regexp.MustCompile("`((?:deploy|docs|plugin|examples|test)/[A-Za-z0-9_./-]+)`")
+var reRepoPath = regexp.MustCompile("`((?:deploy|docs|plugin|examples|test)/[A-Za-z0-9_./-]*)`")
 
-// TestDocsNameFilesThatExist checks every repository path that the docs name
-// in backquotes.
+// reRepoPathStart is where a backquoted repository path begins: every one
+// must be one reRepoPath reads, or a path would go unchecked.
+var reRepoPathStart = regexp.MustCompile("`(?:deploy|docs|plugin|examples|test)/")
+
+// TestDocsNameFilesThatExist checks every repository path that README.md and
+// the docs name in backquotes.
 func TestDocsNameFilesThatExist(t *testing.T) {
 	root := harness.ModuleRoot(t)
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil || len(docs) < 5 {
 		t.Fatalf("docs/*.md: %v %v", docs, err)
 	}
+	docs = append(docs, filepath.Join(root, "README.md"))
 	n := 0
 	for _, d := range docs {
 		b, err := os.ReadFile(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range reRepoPath.FindAllStringSubmatch(string(b), -1) {
+		found := reRepoPath.FindAllStringSubmatch(string(b), -1)
+		if starts := len(reRepoPathStart.FindAllString(string(b), -1)); len(found) != starts {
+			t.Errorf("%s: %d backquoted repository paths begin, the pattern reads %d: a path is left unchecked", filepath.Base(d), starts, len(found))
+		}
+		for _, m := range found {
 			p := strings.TrimSuffix(m[1], "/")
 			if strings.Contains(p, "<") || strings.HasSuffix(p, "/ap") {
 				continue
@@ -95,6 +104,11 @@ func TestDocsNameFilesThatExist(t *testing.T) {
 				t.Errorf("%s names %s, which does not exist", filepath.Base(d), p)
 			}
 		}
+	}
+	// The docs name dozens of paths: none found means the pattern, not the
+	// docs, changed, and nothing was checked.
+	if n == 0 {
+		t.Fatalf("no repository path found in %d docs: the pattern matches nothing", len(docs))
 	}
 	t.Logf("%d paths named in %d docs", n, len(docs))
 }

@@ -272,7 +272,7 @@ type gslbCluster struct {
 // fleetdns-gslb's credentials, listening on ip; the parent is parentIP.
 func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP string, pods *podNet, lb string) *gslbCluster {
 	t.Helper()
-	objs := kustomize(t, k, root, "deploy/multicluster/overlays/"+tag)
+	objs := k.Kustomize(t, "deploy/multicluster/overlays/"+tag)
 	// --force-conflicts: an earlier test may have changed the app's
 	// objects; the overlay is the truth again.
 	applyAsUsers(t, k, objs, "--force-conflicts")

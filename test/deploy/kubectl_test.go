@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,21 +8,6 @@ import (
 	"github.com/fleetdns/fleetdns/test/harness"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
-
-// kustomize renders a kustomization folder (relative to the repository
-// root) with kubectl's built-in kustomize, as `kubectl apply -k` does.
-func kustomize(t *testing.T, k *harness.Kube, root, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	out := k.Kubectl(t, "kustomize", filepath.Join(root, dir))
-	objs, err := harness.DecodeYAML(out)
-	if err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
-	}
-	if len(objs) == 0 {
-		t.Fatalf("kubectl kustomize %s rendered nothing", dir)
-	}
-	return objs
-}
 
 // wouldStartPods is what a controller turns into pods: applied with
 // --dry-run=server only (server-side validation, defaulting and admission,

@@ -48,7 +48,7 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 	saved := noVersion.ReplaceAllString(k.Kubectl(t, "-n", "kube-system", "get", "deployment/coredns", "configmap/coredns", "-o", "yaml"), "")
 	savedRBAC := noVersion.ReplaceAllString(k.Kubectl(t, "get", "clusterrole/system:coredns", "clusterrolebinding/system:coredns", "-o", "yaml"), "")
 
-	objs := kustomize(t, k, root, "deploy/kube-system")
+	objs := k.Kustomize(t, "deploy/kube-system")
 	var stored []*unstructured.Unstructured
 	var deployment *unstructured.Unstructured
 	cmName := ""

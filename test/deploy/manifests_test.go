@@ -1,84 +1,10 @@
 package deploy
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 )
-
-// object is the part of a Kubernetes object these tests read.
-type object struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace"`
-		Labels    map[string]string `json:"labels"`
-	} `json:"metadata"`
-	Data map[string]string `json:"data"`
-}
-
-var reDocSep = regexp.MustCompile(`(?m)^---\s*$`)
-
-// readObjects reads every YAML document of a manifest file.
-func readObjects(t *testing.T, path string) []object {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parseObjects(t, path, b)
-}
-
-func parseObjects(t *testing.T, name string, b []byte) []object {
-	t.Helper()
-	var objs []object
-	for i, doc := range reDocSep.Split(string(b), -1) {
-		if strings.TrimSpace(stripComments(doc)) == "" {
-			continue
-		}
-		var o object
-		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
-			t.Fatalf("%s: document %d: %v", name, i, err)
-		}
-		objs = append(objs, o)
-	}
-	return objs
-}
-
-func stripComments(doc string) string {
-	var out bytes.Buffer
-	for _, l := range strings.Split(doc, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "#") {
-			continue
-		}
-		out.WriteString(l + "\n")
-	}
-	return out.String()
-}
-
-// shippedCorefile returns data.Corefile of the ConfigMap name in the
-// manifest file rel (relative to the repository root), as shipped.
-func shippedCorefile(t *testing.T, root, rel, name string) string {
-	t.Helper()
-	for _, o := range readObjects(t, filepath.Join(root, rel)) {
-		if o.Kind == "ConfigMap" && o.Metadata.Name == name {
-			cf, ok := o.Data["Corefile"]
-			if !ok {
-				t.Fatalf("%s: ConfigMap %s has no Corefile key", rel, name)
-			}
-			return cf
-		}
-	}
-	t.Fatalf("%s: no ConfigMap %s", rel, name)
-	return ""
-}
 
 // substitution replaces one thing in a shipped Corefile that cannot exist on
 // the test machine, and says why.

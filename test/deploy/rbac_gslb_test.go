@@ -64,7 +64,7 @@ func TestGSLBRoleCreatesEventsAndWritesNothingElse(t *testing.T) {
 	k := harness.SharedKube(t)
 	root := harness.ModuleRoot(t)
 	installGatewayAPI(t, k, root)
-	applyAsUsers(t, k, kustomize(t, k, root, "deploy/gslb"), "--force-conflicts")
+	applyAsUsers(t, k, k.Kustomize(t, "deploy/gslb"), "--force-conflicts")
 	other := k.NewNamespace(t, "elsewhere")
 
 	user := "system:serviceaccount:fleetdns:fleetdns-gslb"

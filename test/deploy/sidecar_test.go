@@ -17,8 +17,7 @@ import (
 // their upstreams (the longest zone wins), everything else to the cluster
 // DNS, and the ready endpoint the pod's probes use answers 200.
 func TestSidecarCorefileRoutesAsShipped(t *testing.T) {
-	root := harness.ModuleRoot(t)
-	shipped := shippedCorefile(t, root, "deploy/sidecar/configmap.yaml", "fleetdns-sidecar")
+	shipped := harness.ShippedCorefile(t, "deploy/sidecar/configmap.yaml", "fleetdns-sidecar")
 
 	// What the pod spec relies on.
 	mustLines(t, shipped, "bind 127.0.0.1", "default 10.96.0.10")
@@ -79,8 +78,7 @@ func TestSidecarCorefileRoutesAsShipped(t *testing.T) {
 // sidecar itself), the sidecar does not start and says why, instead of
 // looping.
 func TestSidecarRefusesThePodsResolvConfAsCatchAll(t *testing.T) {
-	root := harness.ModuleRoot(t)
-	shipped := shippedCorefile(t, root, "deploy/sidecar/configmap.yaml", "fleetdns-sidecar")
+	shipped := harness.ShippedCorefile(t, "deploy/sidecar/configmap.yaml", "fleetdns-sidecar")
 	ip := harness.NewIP(t)
 	dir := t.TempDir()
 	podResolv := filepath.Join(dir, "resolv.conf")

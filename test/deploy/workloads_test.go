@@ -124,8 +124,7 @@ func servicePortsOf(ports []corev1.ServicePort) string {
 // stock CoreDNS points at fleetdns; and the hardening promised on top.
 func TestKubeSystemWorkloadMatchesStockOneForOne(t *testing.T) {
 	k := harness.SharedKube(t)
-	root := harness.ModuleRoot(t)
-	ours := kustomize(t, k, root, "deploy/kube-system")
+	ours := k.Kustomize(t, "deploy/kube-system")
 	b, err := os.ReadFile("testdata/stock-coredns.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +184,7 @@ func TestKubeSystemWorkloadMatchesStockOneForOne(t *testing.T) {
 // Service.
 func TestGSLBWorkloadHardened(t *testing.T) {
 	k := harness.SharedKube(t)
-	objs := kustomize(t, k, harness.ModuleRoot(t), "deploy/gslb")
+	objs := k.Kustomize(t, "deploy/gslb")
 	d := findObject[appsv1.Deployment](t, objs, "Deployment", "fleetdns-gslb")
 	checkFleetDNSContainer(t, "gslb", d.Spec.Template.Spec, d.Spec.Template.Spec.Containers[0], 8080, 8181)
 	if d.Spec.Template.Spec.ServiceAccountName != "fleetdns-gslb" {
@@ -223,7 +222,7 @@ func TestGSLBWorkloadHardened(t *testing.T) {
 // list, and the probes.
 func TestSidecarPodSpec(t *testing.T) {
 	k := harness.SharedKube(t)
-	objs := kustomize(t, k, harness.ModuleRoot(t), "deploy/sidecar")
+	objs := k.Kustomize(t, "deploy/sidecar")
 	d := findObject[appsv1.Deployment](t, objs, "Deployment", "app")
 	ps := d.Spec.Template.Spec
 	if len(ps.InitContainers) != 1 {

@@ -75,7 +75,7 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 	f := newFleet(t)
 	eu := f.clusters["eu"]
 	// The plain host has as many A targets as the roundRobin host's answer.
-	writeManifest(t, eu.dir, "plain.yaml", testkit.DNSEndpoint("apps", "plain", nil,
+	testkit.WriteFile(t, eu.dir, "plain.yaml", testkit.DNSEndpoint("apps", "plain", nil,
 		testkit.Endpoint{DNSName: "www." + plainZone, RecordType: "A", TTL: 5, Targets: f.union(tags...)}))
 	// dnsperf's queries come from loopback: map it to a tag so that geoip
 	// without a client subnet does a real lookup (to ap), as one from a

@@ -41,7 +41,7 @@ func TestCacheStanzaKeepsGeoAnswersPerRegion(t *testing.T) {
 	if m.Rcode != dns.RcodeNameError {
 		t.Fatalf("late.%s before it is declared: %s, want NXDOMAIN", zone, dns.RcodeToString[m.Rcode])
 	}
-	writeManifest(t, eu.dir, "late.yaml", testkit.DNSEndpoint("apps", "late", nil,
+	testkit.WriteFile(t, eu.dir, "late.yaml", testkit.DNSEndpoint("apps", "late", nil,
 		testkit.Endpoint{DNSName: "late." + zone, RecordType: "A", TTL: 5, Targets: []string{"10.10.9.9"}, ProviderSpecific: [][2]string{{"gslb/strategy", "geoip"}}}))
 	testkit.Eventually(t, 3*peerRefresh, "the late host answered", func() (bool, string) {
 		got, err := ask(eu.addr, "late."+zone, dns.TypeA, harness.ECS(subnetIn("eu")))

@@ -17,7 +17,7 @@ func TestNamesWithoutAddressesAreNotGSLBHosts(t *testing.T) {
 	f := newFleet(t)
 	alias, txt := "alias."+zone, "info."+zone
 	for _, tag := range tags {
-		writeManifest(t, f.clusters[tag].dir, "extra.yaml", testkit.DNSEndpoint("apps", "extra", nil,
+		testkit.WriteFile(t, f.clusters[tag].dir, "extra.yaml", testkit.DNSEndpoint("apps", "extra", nil,
 			testkit.Endpoint{DNSName: alias, RecordType: "CNAME", TTL: 30, Targets: []string{"app.example.net"}},
 			testkit.Endpoint{DNSName: txt, RecordType: "TXT", TTL: 30, Targets: []string{"owner=platform"}}))
 	}

@@ -41,8 +41,8 @@ func TestDiscoveryFollowsTheDelegation(t *testing.T) {
 	if !ap.srv.WaitLog(missing, 3*peerRefresh) {
 		t.Errorf("ap did not log that the delegation misses its name server (%q)", missing)
 	}
-	if v := metricValue(t, metrics, "coredns_gslb_parent_link", "ap"); v != "0" {
-		t.Errorf("ap's coredns_gslb_parent_link = %q, want 0", v)
+	if v, ok := harness.Scrape(t, metrics).Value("coredns_gslb_parent_link", "geotag", "ap"); !ok || v != 0 {
+		t.Errorf("ap's coredns_gslb_parent_link = %v (series present: %v), want 0", v, ok)
 	}
 	// Several more discoveries: still one log line.
 	time.Sleep(3 * peerRefresh)
@@ -55,8 +55,8 @@ func TestDiscoveryFollowsTheDelegation(t *testing.T) {
 	f.setDelegation(t)
 	rr("ap delegated", f.union(tags...), tags...)
 	testkit.Eventually(t, 3*peerRefresh, "ap's parent link up", func() (bool, string) {
-		v := metricValue(t, metrics, "coredns_gslb_parent_link", "ap")
-		return v == "1", "ap's coredns_gslb_parent_link = " + v + " after the delegation includes it"
+		v, ok := harness.Scrape(t, metrics).Value("coredns_gslb_parent_link", "geotag", "ap")
+		return ok && v == 1, fmt.Sprintf("ap's coredns_gslb_parent_link = %v (series present: %v) after the delegation includes it", v, ok)
 	})
 
 	// The parent goes away: the last good set is kept.

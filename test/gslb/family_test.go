@@ -46,7 +46,7 @@ func askAny(addr, name string) (a, aaaa []string, m *dns.Msg, err error) {
 func TestPerFamilyAndANYAcrossTheFleet(t *testing.T) {
 	f := newFleet(t)
 	for _, tag := range tags {
-		writeManifest(t, f.clusters[tag].dir, "family.yaml", familyHost(tag))
+		testkit.WriteFile(t, f.clusters[tag].dir, "family.yaml", familyHost(tag))
 	}
 	f.start(t, fleetOptions{})
 

@@ -1,7 +1,6 @@
 package gslb
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net"
@@ -118,7 +117,7 @@ func k8gbNSName(tag string) string {
 // runs the processes.
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
-	requirePlugins(t, "k8scrd", "localtargets", "gslb")
+	harness.RequirePlugins(t, "k8scrd", "localtargets", "gslb")
 	f := &fleet{clusters: map[string]*cluster{}, delegation: map[string]nsEntry{}, targets: map[string][]string{}}
 	f.parentIP = harness.NewIP(t)
 	f.parentDir = t.TempDir()
@@ -176,7 +175,7 @@ func (f *fleet) parentManifest() string {
 // setDelegation rewrites the parent's delegation; k8scrd serves it at once.
 func (f *fleet) setDelegation(t *testing.T) {
 	t.Helper()
-	writeManifest(t, f.parentDir, "delegation.yaml", f.parentManifest())
+	testkit.WriteFile(t, f.parentDir, "delegation.yaml", f.parentManifest())
 }
 
 // clusterCorefile is one cluster's GSLB block: authoritative only (no
@@ -230,7 +229,7 @@ func (f *fleet) start(t *testing.T, o fleetOptions) {
 	t.Helper()
 	if !o.noHosts {
 		for _, tag := range tags {
-			writeManifest(t, f.clusters[tag].dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
+			testkit.WriteFile(t, f.clusters[tag].dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
 		}
 	}
 	f.setDelegation(t)
@@ -371,27 +370,4 @@ func writeFile(t testing.TB, dir, name string, b []byte) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// requirePlugins stops the test through harness.Missing when the coredns
-// binary under test lacks one of the plugins (a build from before they
-// landed): a skip, or a failure under FLEETDNS_REQUIRE_ALL=1.
-func requirePlugins(t *testing.T, names ...string) {
-	t.Helper()
-	bin := harness.CoreDNSBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := harness.Run(ctx, bin, "-plugins")
-	if err != nil {
-		t.Fatalf("%s -plugins: %v\n%s", bin, err, out)
-	}
-	have := map[string]bool{}
-	for _, l := range strings.Fields(out) {
-		have[strings.TrimPrefix(l, "dns.")] = true
-	}
-	for _, n := range names {
-		if !have[n] {
-			harness.Missing(t, "plugin %s is not in %s", n, bin)
-		}
-	}
 }

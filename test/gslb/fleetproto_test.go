@@ -49,27 +49,15 @@ func fleetOn(t *testing.T, f *fleet, refresh time.Duration, extra string) (fleet
 }
 
 // metricSum sums every sample of name whose labels hold all of match
-// (`key="value"` strings).
+// (`key="value"` strings, each matched whole).
 func metricSum(t *testing.T, hostport, name string, match ...string) float64 {
 	t.Helper()
-	sum := 0.0
-	for _, line := range strings.Split(harness.HTTPBody(t, "http://"+hostport+"/metrics"), "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		ok := true
-		for _, m := range match {
-			ok = ok && strings.Contains(line, m)
-		}
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err == nil {
-			sum += v
-		}
+	var labels []string
+	for _, m := range match {
+		k, v, _ := strings.Cut(m, "=")
+		labels = append(labels, k, strings.Trim(v, `"`))
 	}
-	return sum
+	return harness.Scrape(t, hostport).Sum(name, labels...)
 }
 
 // peerQueries is what a cluster has sent its peers: per-host queries and
@@ -84,7 +72,7 @@ func peerQueries(t *testing.T, metrics string) float64 {
 func (f *fleet) setTargets(t *testing.T, tag string, targets []string) {
 	t.Helper()
 	f.targets[tag] = targets
-	writeManifest(t, f.clusters[tag].dir, "hosts.yaml", clusterHosts(tag, targets))
+	testkit.WriteFile(t, f.clusters[tag].dir, "hosts.yaml", clusterHosts(tag, targets))
 }
 
 // answersUnion reports whether the cluster answers hostRR with every
@@ -226,7 +214,7 @@ func TestFleetPeerQueriesIndependentOfHosts(t *testing.T) {
 			f := newFleet(t)
 			o, metrics := fleetOn(t, f, refresh, "")
 			for _, tag := range tags {
-				writeManifest(t, f.clusters[tag].dir, "many.yaml", manyHosts(n, f.targets[tag]))
+				testkit.WriteFile(t, f.clusters[tag].dir, "many.yaml", manyHosts(n, f.targets[tag]))
 			}
 			f.start(t, o)
 			// Every cluster holds every peer's view of n hosts.
@@ -275,12 +263,12 @@ func TestFleetHostsAndPolicyConflict(t *testing.T) {
 	o, metrics := fleetOn(t, f, 30*time.Second, "")
 	solo := "solo." + zone
 	conflict := "conflict." + zone
-	writeManifest(t, f.clusters["ap"].dir, "solo.yaml", testkit.DNSEndpoint("apps", "solo", nil,
+	testkit.WriteFile(t, f.clusters["ap"].dir, "solo.yaml", testkit.DNSEndpoint("apps", "solo", nil,
 		testkit.Endpoint{DNSName: solo, RecordType: "A", TTL: 7, Targets: []string{"198.18.30.1"}}))
-	writeManifest(t, f.clusters["eu"].dir, "conflict.yaml", testkit.DNSEndpoint("apps", "conflict", nil,
+	testkit.WriteFile(t, f.clusters["eu"].dir, "conflict.yaml", testkit.DNSEndpoint("apps", "conflict", nil,
 		testkit.Endpoint{DNSName: conflict, RecordType: "A", TTL: 7, Targets: []string{"198.18.10.7"},
 			ProviderSpecific: [][2]string{{"gslb/strategy", "failover"}, {"gslb/primary", "eu,us"}}}))
-	writeManifest(t, f.clusters["us"].dir, "conflict.yaml", testkit.DNSEndpoint("apps", "conflict", nil,
+	testkit.WriteFile(t, f.clusters["us"].dir, "conflict.yaml", testkit.DNSEndpoint("apps", "conflict", nil,
 		testkit.Endpoint{DNSName: conflict, RecordType: "A", TTL: 7, Targets: []string{"198.18.20.7"},
 			ProviderSpecific: [][2]string{{"gslb/strategy", "roundRobin"}}}))
 	f.start(t, o)
@@ -418,7 +406,7 @@ func TestFleetTrafficNeverRateLimited(t *testing.T) {
 	rrl := shippedRRL(t)
 	for _, tag := range tags {
 		o.blockExtra[tag] += rrl
-		writeManifest(t, f.clusters[tag].dir, "many.yaml", manyHosts(300, f.targets[tag]))
+		testkit.WriteFile(t, f.clusters[tag].dir, "many.yaml", manyHosts(300, f.targets[tag]))
 	}
 	f.start(t, o)
 	for k := 1; k <= 30; k++ {

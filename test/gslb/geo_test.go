@@ -1,15 +1,12 @@
 package gslb
 
 import (
-	"bytes"
 	"fmt"
-	"net"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/internal/testkit/mmdbtest"
 	"github.com/fleetdns/fleetdns/test/harness"
 
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/miekg/dns"
 )
 
@@ -26,28 +23,13 @@ var continentOf = []struct {
 	{"1.0.16.0/20", "AS", "ap", "1.0.18.0/24"},
 }
 
-// writeMMDB builds a GeoIP2-City-shaped database with mmdbwriter.
-func writeMMDB(t *testing.T) []byte {
-	t.Helper()
-	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoIP2-City", RecordSize: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
+// continentNetworks are continentOf's networks for mmdbtest.
+func continentNetworks() []mmdbtest.Network {
+	var ns []mmdbtest.Network
 	for _, c := range continentOf {
-		_, network, err := net.ParseCIDR(c.network)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := mmdbtype.Map{"continent": mmdbtype.Map{"code": mmdbtype.String(c.code)}}
-		if err := tree.Insert(network, rec); err != nil {
-			t.Fatal(err)
-		}
+		ns = append(ns, mmdbtest.Network{CIDR: c.network, Continent: c.code})
 	}
-	var b bytes.Buffer
-	if _, err := tree.WriteTo(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
+	return ns
 }
 
 // TestGeoFromMaxMindDB maps the ECS source through a MaxMind DB written by
@@ -59,7 +41,7 @@ func TestGeoFromMaxMindDB(t *testing.T) {
 	for _, c := range continentOf {
 		extra += fmt.Sprintf("        geo map %s %s\n", c.code, c.tag)
 	}
-	f.start(t, fleetOptions{gslbExtra: map[string]string{"": extra}, files: map[string]string{"geo.mmdb": string(writeMMDB(t))}})
+	f.start(t, fleetOptions{gslbExtra: map[string]string{"": extra}, files: map[string]string{"geo.mmdb": string(mmdbtest.Continents(t, continentNetworks()...))}})
 
 	for _, tag := range tags {
 		addr := f.clusters[tag].addr
@@ -94,7 +76,7 @@ func TestGeoFromGeoipPluginMetadata(t *testing.T) {
 	f.start(t, fleetOptions{
 		blockExtra: map[string]string{"": "    metadata\n    geoip geo.mmdb {\n        edns-subnet\n    }\n"},
 		gslbExtra:  map[string]string{"": extra},
-		files:      map[string]string{"geo.mmdb": string(writeMMDB(t))},
+		files:      map[string]string{"geo.mmdb": string(mmdbtest.Continents(t, continentNetworks()...))},
 	})
 
 	for _, tag := range tags {

@@ -2,9 +2,7 @@ package gslb
 
 import (
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,14 +91,14 @@ func TestHealthChecksLeaveFailingTargetsOut(t *testing.T) {
 
 	expect("both services up", f.union("eu"), f.union("eu"))
 	// Series count checks by state, never by address (tenants choose them).
-	if v := metricValue(t, metrics, "coredns_localtargets_targets", "healthy"); v != "2" {
-		t.Errorf("targets{state=healthy} = %q, want 2", v)
+	if v, ok := harness.Scrape(t, metrics).Value("coredns_localtargets_targets", "state", "healthy"); !ok || v != 2 {
+		t.Errorf("targets{state=healthy} = %v (series present: %v), want 2", v, ok)
 	}
 
 	s2.down()
 	expect("one service down", []string{ip1}, []string{ip1})
-	if v := metricValue(t, metrics, "coredns_localtargets_targets", "unhealthy"); v == "0" || v == "" {
-		t.Errorf("targets{state=unhealthy} = %q after one service went down, want its checks counted", v)
+	if v, ok := harness.Scrape(t, metrics).Value("coredns_localtargets_targets", "state", "unhealthy"); !ok || v == 0 {
+		t.Errorf("targets{state=unhealthy} = %v (series present: %v) after one service went down, want its checks counted", v, ok)
 	}
 
 	start := time.Now()
@@ -150,22 +148,4 @@ func TestHealthChecksLeaveFailingTargetsOut(t *testing.T) {
 	if n := len(lines); n != 1 {
 		t.Errorf("eu logged %d lines that %s is unhealthy, want once", n, ip2)
 	}
-}
-
-// metricValue scrapes a Prometheus endpoint for the sample of name whose
-// labels mention label, and returns its value ("" when absent).
-func metricValue(t *testing.T, hostport, name, label string) string {
-	t.Helper()
-	resp, err := http.Get("http://" + hostport + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, name+"{") && strings.Contains(line, `"`+label+`"`) {
-			return line[strings.LastIndex(line, " ")+1:]
-		}
-	}
-	return ""
 }

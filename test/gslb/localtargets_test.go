@@ -17,14 +17,14 @@ import (
 // cluster: a peer asking localtargets- over UDP without EDNS gets TC, and
 // the same question over TCP gets all 100, as real peers retry.
 func TestLocalTargetsLargeAnswer(t *testing.T) {
-	requirePlugins(t, "k8scrd", "localtargets")
+	harness.RequirePlugins(t, "k8scrd", "localtargets")
 	ip := harness.NewIP(t)
 	dir := t.TempDir()
 	var targets []string
 	for i := range 100 {
 		targets = append(targets, fmt.Sprintf("10.70.0.%d", i+1))
 	}
-	writeManifest(t, dir, "big.yaml", testkit.DNSEndpoint("apps", "big", nil,
+	testkit.WriteFile(t, dir, "big.yaml", testkit.DNSEndpoint("apps", "big", nil,
 		testkit.Endpoint{DNSName: "big." + zone, RecordType: "A", TTL: 7, Targets: targets}))
 	srv := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
@@ -53,7 +53,7 @@ func TestLocalTargetsLargeAnswer(t *testing.T) {
 // endpoint answers 200 only once every target has had its first check; a
 // target whose check hangs holds readiness for its timeout.
 func TestLocalTargetsReadyAfterFirstChecks(t *testing.T) {
-	requirePlugins(t, "k8scrd", "localtargets")
+	harness.RequirePlugins(t, "k8scrd", "localtargets")
 	ip, target := harness.NewIP(t), harness.NewIP(t)
 	// The target's HTTP service accepts and never answers.
 	hang := make(chan struct{})
@@ -66,7 +66,7 @@ func TestLocalTargetsReadyAfterFirstChecks(t *testing.T) {
 	t.Cleanup(func() { close(hang); hs.Close() })
 
 	dir := t.TempDir()
-	writeManifest(t, dir, "app.yaml", testkit.DNSEndpoint("apps", "app", nil,
+	testkit.WriteFile(t, dir, "app.yaml", testkit.DNSEndpoint("apps", "app", nil,
 		testkit.Endpoint{DNSName: "app." + zone, RecordType: "A", TTL: 7, Targets: []string{target}}))
 	readyAddr := harness.HostPort(t, ip)
 	start := time.Now()

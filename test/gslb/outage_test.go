@@ -128,7 +128,7 @@ func TestFailoverWhenClusterStopsOrDies(t *testing.T) {
 			// the peer answer cache and may wait on eu, at most the timeout.
 			us := f.clusters["us"]
 			fresh := "fresh-" + strings.ToLower(name) + "." + zone
-			writeManifest(t, us.dir, "fresh.yaml", testkit.DNSEndpoint("apps", "fresh", nil,
+			testkit.WriteFile(t, us.dir, "fresh.yaml", testkit.DNSEndpoint("apps", "fresh", nil,
 				testkit.Endpoint{DNSName: fresh, RecordType: "A", TTL: 7, Targets: f.targets["us"], ProviderSpecific: [][2]string{{"gslb/strategy", "roundRobin"}}}))
 			var slowest time.Duration
 			for n := 0; ; n++ {

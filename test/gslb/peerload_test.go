@@ -81,7 +81,7 @@ func TestPeerQueryCost(t *testing.T) {
 		for i := range extra {
 			eps = append(eps, testkit.Endpoint{DNSName: fmt.Sprintf("h%d.%s", i, zone), RecordType: "A", TTL: 5, Targets: f.targets[tag]})
 		}
-		writeManifest(t, f.clusters[tag].dir, "extra.yaml", testkit.DNSEndpoint("apps", "extra", nil, eps...))
+		testkit.WriteFile(t, f.clusters[tag].dir, "extra.yaml", testkit.DNSEndpoint("apps", "extra", nil, eps...))
 	}
 	f.start(t, fleetOptions{})
 	eu := f.clusters["eu"]
@@ -110,7 +110,7 @@ func TestPeerQueryCost(t *testing.T) {
 
 	t.Run("concurrent misses for one host make one query", func(t *testing.T) {
 		// A host declared now in eu only: nobody has asked a peer for it.
-		writeManifest(t, eu.dir, "fresh.yaml", testkit.DNSEndpoint("apps", "fresh", nil,
+		testkit.WriteFile(t, eu.dir, "fresh.yaml", testkit.DNSEndpoint("apps", "fresh", nil,
 			testkit.Endpoint{DNSName: "fresh." + zone, RecordType: "A", TTL: 5, Targets: f.targets["eu"], ProviderSpecific: [][2]string{{"gslb/strategy", "roundRobin"}}}))
 		testkit.Eventually(t, 3*time.Second, "eu loaded the fresh host", func() (bool, string) {
 			m := harness.Exchange(t, eu.addr, "localtargets-fresh."+zone, dns.TypeA)

@@ -2,8 +2,6 @@ package gslb
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,14 +75,14 @@ func TestPeersServingOnlyTheZoneAreUp(t *testing.T) {
 	// with no answer cached, on the query path), not eu's alone.
 	for _, tag := range []string{"us", "ap"} {
 		c := f.clusters[tag]
-		writeManifest(t, c.dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
+		testkit.WriteFile(t, c.dir, "hosts.yaml", clusterHosts(tag, f.targets[tag]))
 		testkit.Eventually(t, 5*time.Second, "localtargets- answered at every cluster", func() (bool, string) {
 			got, err := ask(c.addr, "localtargets-"+hostRR, dns.TypeA)
 			return err == nil && equal(got, sorted(f.targets[tag])), fmt.Sprintf("localtargets-%s at %s = %v (%v)", hostRR, tag, got, err)
 		})
 	}
 	eu := f.clusters["eu"]
-	writeManifest(t, eu.dir, "hosts.yaml", clusterHosts("eu", f.targets["eu"]))
+	testkit.WriteFile(t, eu.dir, "hosts.yaml", clusterHosts("eu", f.targets["eu"]))
 	var first []string
 	testkit.Eventually(t, 5*time.Second, "eu's first answer for the new host", func() (bool, string) {
 		got, err := ask(eu.addr, hostRR, dns.TypeA)
@@ -108,26 +106,10 @@ func TestPeersServingOnlyTheZoneAreUp(t *testing.T) {
 // state that is 1 for peer ("" when the peer has no series).
 func peerStateOf(t *testing.T, hostport, peer string) string {
 	t.Helper()
+	m := harness.Scrape(t, hostport)
 	for _, s := range []string{"unknown", "up", "stale", "down"} {
-		if metricSample(t, hostport, "coredns_gslb_peer_state", map[string]string{"peer": peer, "state": s, "zone": zone + "."}) == "1" {
+		if v, ok := m.Value("coredns_gslb_peer_state", "peer", peer, "state", s, "zone", zone+"."); ok && v == 1 {
 			return s
-		}
-	}
-	return ""
-}
-
-// metricSample scrapes a Prometheus endpoint for the sample of name with
-// exactly these label values and returns its value ("" when absent).
-func metricSample(t *testing.T, hostport, name string, labels map[string]string) string {
-	t.Helper()
-	var pairs []string
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		pairs = append(pairs, fmt.Sprintf("%s=%q", k, labels[k]))
-	}
-	prefix := name + "{" + strings.Join(pairs, ",") + "} "
-	for _, line := range strings.Split(harness.HTTPBody(t, "http://"+hostport+"/metrics"), "\n") {
-		if v, ok := strings.CutPrefix(line, prefix); ok {
-			return v
 		}
 	}
 	return ""

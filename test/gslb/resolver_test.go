@@ -297,7 +297,7 @@ func TestGeoipThroughECSCachingResolvers(t *testing.T) {
 	f := newFleet(t)
 	orders := geoOrders()
 	for _, tag := range tags {
-		writeManifest(t, f.clusters[tag].dir, "ecs.yaml", resolverHosts(tag, f.targets[tag], 2*len(orders)))
+		testkit.WriteFile(t, f.clusters[tag].dir, "ecs.yaml", resolverHosts(tag, f.targets[tag], 2*len(orders)))
 	}
 	f.start(t, fleetOptions{gslbExtra: map[string]string{"": resolverGeo}})
 	eu := f.clusters["eu"]

@@ -278,7 +278,7 @@ func writeK8gbObjects(t *testing.T, f *fleet) {
 	for _, tag := range []string{"eu", "us"} {
 		// The legacy label in us, the current one in eu.
 		label := map[string]string{"eu": "k8gb.io/dnstype", "us": "k8gb.absa.oss/dnstype"}[tag]
-		writeManifest(t, f.clusters[tag].dir, "k8gb.yaml", testkit.DNSEndpoint("k8gb", "k8gb-app", map[string]string{label: "local"},
+		testkit.WriteFile(t, f.clusters[tag].dir, "k8gb.yaml", testkit.DNSEndpoint("k8gb", "k8gb-app", map[string]string{label: "local"},
 			testkit.Endpoint{DNSName: "localtargets-" + hostK8gb, RecordType: "A", TTL: 30, Targets: k8gbLocal[tag],
 				Labels: map[string]string{"strategy": "roundRobin"}},
 			testkit.Endpoint{DNSName: hostK8gb, RecordType: "A", TTL: 30, Targets: k8gbAnswer[tag],

@@ -15,11 +15,11 @@ import (
 // its records, and an AXFR of the GSLB zone hands over none (its answers are
 // assembled at query time; a secondary would serve static declarations).
 func TestGSLBZoneIsNotTransferred(t *testing.T) {
-	requirePlugins(t, "gslb", "k8scrd")
+	harness.RequirePlugins(t, "gslb", "k8scrd")
 	ip := harness.NewIP(t)
 	const other = "static.example.org."
 	dir := t.TempDir()
-	writeManifest(t, dir, "hosts.yaml", testkit.DNSEndpoint("apps", "hosts", nil,
+	testkit.WriteFile(t, dir, "hosts.yaml", testkit.DNSEndpoint("apps", "hosts", nil,
 		testkit.Endpoint{DNSName: hostRR, RecordType: "A", TTL: 5, Targets: []string{"10.1.0.1"}},
 		testkit.Endpoint{DNSName: "www." + other, RecordType: "A", TTL: 5, Targets: []string{"192.0.2.7"}}))
 	srv := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 %s:53 {

@@ -296,3 +296,24 @@ func corefileDNSAddr(corefile string) string {
 	}
 	return net.JoinHostPort(bm[1], port)
 }
+
+// RequirePlugins stops the test through Missing when the coredns binary
+// under test lacks one of the plugins (a build from before they landed): a
+// skip, or a failure under FLEETDNS_REQUIRE_ALL=1.
+func RequirePlugins(t testing.TB, names ...string) {
+	t.Helper()
+	bin := CoreDNSBinary(t)
+	out, err := Run(Context(t), bin, "-plugins")
+	if err != nil {
+		t.Fatalf("%s -plugins: %v\n%s", bin, err, out)
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Fields(out) {
+		have[strings.TrimPrefix(l, "dns.")] = true
+	}
+	for _, n := range names {
+		if !have[n] {
+			Missing(t, "plugin %s is not in %s", n, bin)
+		}
+	}
+}

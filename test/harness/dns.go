@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -222,4 +224,54 @@ func asExit(err error, ee **exec.ExitError) bool {
 		*ee = e
 	}
 	return ok
+}
+
+// Burst sends n UDP queries for name and qtype from src (an address of this
+// host) to addr, one at a time, as a flood from one client would (rrl,
+// amplification): EDNS0 at size (0: none) with DO when do is set. It counts
+// the whole answers, the truncated ones, those lost (no answer within
+// 50 ms), and the bytes in and out as packed on the wire (compressed, as
+// the server sent them).
+func Burst(src, addr, name string, qtype uint16, size uint16, do bool, n int) (answered, truncated, lost, in, out int) {
+	c := &dns.Client{Net: "udp", Timeout: 50 * time.Millisecond, UDPSize: 65535,
+		Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}}
+	for range n {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		if size > 0 {
+			m.SetEdns0(size, do)
+		}
+		wire, _ := m.Pack()
+		in += len(wire)
+		r, _, err := c.Exchange(m, addr)
+		if err != nil {
+			lost++
+			continue
+		}
+		r.Compress = true
+		b, _ := r.Pack()
+		out += len(b)
+		if r.Truncated {
+			truncated++
+		} else {
+			answered++
+		}
+	}
+	return
+}
+
+// WaitTargets waits up to d until addr answers name and qtype with exactly
+// want (as Targets gives them: sorted), and fails the test otherwise with
+// what was awaited and the last answer.
+func WaitTargets(t testing.TB, d time.Duration, what, addr, name string, qtype uint16, want ...string) {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	testkit.Eventually(t, d, what, func() (bool, string) {
+		m, err := Ask(addr, name, qtype)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := Targets(m, qtype)
+		return dns.RcodeToString[m.Rcode] == "NOERROR" && slices.Equal(got, want), dns.RcodeToString[m.Rcode] + " " + strings.Join(got, ",")
+	})
 }

@@ -63,8 +63,9 @@ func TestCoreDNSAnswersOverUDPTCPAndDig(t *testing.T) {
 	if got := DigShort(t, srv.Addr, "www.example.org", "A"); len(got) != 1 || got[0] != "192.0.2.1" {
 		t.Errorf("dig +short = %v", got)
 	}
-	if out := Kdig(t, srv.Addr, "+tcp", "www.example.org", "A"); !strings.Contains(out, "192.0.2.1") {
-		t.Errorf("kdig output lacks 192.0.2.1:\n%s", out)
+	// The answer line itself, not a substring (192.0.2.1 is in 192.0.2.10).
+	if out := Kdig(t, srv.Addr, "+tcp", "+short", "www.example.org", "A"); strings.TrimSpace(out) != "192.0.2.1" {
+		t.Errorf("kdig +short = %q, want 192.0.2.1", out)
 	}
 	// The `log` plugin writes each query: the harness captured it.
 	if !srv.WaitLog("www.example.org", 2*time.Second) {
@@ -116,5 +117,43 @@ func TestNSDServesZone(t *testing.T) {
 	m := Exchange(t, n.Addr, "www.example.org", dns.TypeA, NoRD)
 	if got := Targets(m, dns.TypeA); len(got) != 1 || got[0] != "192.0.2.1" || !m.Authoritative {
 		t.Fatalf("nsd www.example.org A: %v", m)
+	}
+}
+
+// TestMetricsMatchLabelsExactly: a label value is matched whole (peer "us"
+// is not "us-east"), samples of other names with the same prefix are not
+// counted, and an absent series is told apart from a zero one.
+func TestMetricsMatchLabelsExactly(t *testing.T) {
+	m := ParseMetrics(`# HELP coredns_gslb_peer_state x
+# TYPE coredns_gslb_peer_state gauge
+coredns_gslb_peer_state{peer="us",state="up",zone="a."} 1
+coredns_gslb_peer_state{peer="us-east",state="up",zone="a."} 1
+coredns_gslb_peer_state{peer="ap",state="down",zone="a."} 0
+coredns_gslb_peer_state_total{peer="us"} 7
+coredns_odd{v="a \"quoted\", comma"} 2.5
+go_goroutines 19
+`)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		sum    float64
+		one    bool // exactly one sample
+	}{
+		{"coredns_gslb_peer_state", []string{"peer", "us"}, 1, true},
+		{"coredns_gslb_peer_state", []string{"state", "up"}, 2, false},
+		{"coredns_gslb_peer_state", []string{"peer", "ap"}, 0, true},
+		{"coredns_gslb_peer_state", []string{"peer", "eu"}, 0, false},
+		{"coredns_gslb_peer_state", nil, 2, false},
+		{"coredns_odd", []string{"v", `a "quoted", comma`}, 2.5, true},
+		{"go_goroutines", nil, 19, true},
+	} {
+		sum := m.Sum(c.name, c.labels...)
+		v, ok := m.Value(c.name, c.labels...)
+		if sum != c.sum || ok != c.one || ok && v != sum {
+			t.Errorf("%s %v: sum %v, value %v %v; want sum %v, one sample %v", c.name, c.labels, sum, v, ok, c.sum, c.one)
+		}
+	}
+	if n := m.Series("coredns_"); n != 5 {
+		t.Errorf("Series(coredns_) = %d, want 5", n)
 	}
 }

@@ -456,6 +456,47 @@ func (k *Kube) Kubectl(t testing.TB, args ...string) string {
 	return out
 }
 
+// Kustomize renders a kustomization folder (relative to the repository
+// root) with kubectl's built-in kustomize, as `kubectl apply -k` does; an
+// error or an empty rendering fails the test.
+func (k *Kube) Kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out := k.Kubectl(t, "kustomize", filepath.Join(ModuleRoot(t), dir))
+	objs, err := DecodeYAML(out)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("kubectl kustomize %s rendered nothing", dir)
+	}
+	return objs
+}
+
+// ShippedCorefile returns data.Corefile of the ConfigMap name in the
+// manifest file rel (relative to the repository root), as shipped.
+func ShippedCorefile(t testing.TB, rel, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(ModuleRoot(t), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := DecodeYAML(string(b))
+	if err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && o.GetName() == name {
+			cf, ok, _ := unstructured.NestedString(o.Object, "data", "Corefile")
+			if !ok {
+				t.Fatalf("%s: ConfigMap %s has no Corefile key", rel, name)
+			}
+			return cf
+		}
+	}
+	t.Fatalf("%s: no ConfigMap %s", rel, name)
+	return ""
+}
+
 // TryKubectl runs kubectl with the admin kubeconfig and returns its output
 // and error (for commands expected to fail).
 func (k *Kube) TryKubectl(args ...string) (string, error) {

@@ -1,25 +1,21 @@
 package harness
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/fleetdns/fleetdns/internal/testkit"
 )
 
 // RequireAll reports whether FLEETDNS_REQUIRE_ALL=1: then a missing part
 // fails the test instead of skipping it (CI, `make e2e`).
-func RequireAll() bool { return os.Getenv("FLEETDNS_REQUIRE_ALL") == "1" }
+func RequireAll() bool { return testkit.RequireAll() }
 
 // Missing stops the test because a part it needs is not there: t.Skip, or
-// t.Fatal under FLEETDNS_REQUIRE_ALL=1.
+// t.Fatal under FLEETDNS_REQUIRE_ALL=1 (testkit.Missing).
 func Missing(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := "missing: " + fmt.Sprintf(format, args...)
-	if RequireAll() {
-		t.Fatal(msg + " (FLEETDNS_REQUIRE_ALL=1)")
-	}
-	t.Skip(msg)
+	testkit.Missing(t, format, args...)
 }
 
 // LookPath returns the path of an installed tool (dig, kdig, nsd, ...) or

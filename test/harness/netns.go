@@ -7,9 +7,12 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // NetNS is a network namespace that a test created, joined to the host by a
@@ -101,3 +104,35 @@ func NewNetNS(t testing.TB, n int) *NetNS {
 
 // Addr returns the namespace's i-th address as a string.
 func (ns *NetNS) Addr(i int) string { return ns.Addrs[i].String() }
+
+// InNetNS runs fn on an OS thread switched into the network namespace at
+// path (/run/netns/NAME, or /proc/PID/ns/net): the sockets fn opens belong
+// to that namespace and keep it after the thread switches back. When the
+// thread cannot switch back it stays locked, so that it ends with this
+// goroutine instead of serving others, and the error says so: what fn
+// opened is then the caller's to close.
+func InNetNS(path string, fn func() error) error {
+	runtime.LockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	target, err := os.Open(path)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("setns %s: %w", path, err)
+	}
+	fnErr := fn()
+	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("setns back: %w", err)
+	}
+	runtime.UnlockOSThread()
+	return fnErr
+}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"golang.org/x/sys/unix"
 
 	"github.com/fleetdns/fleetdns/internal/ociimage"
 	"github.com/fleetdns/fleetdns/test/harness"
@@ -181,34 +180,16 @@ func newNetns(t *testing.T, ipCmd string) string {
 // socket is made on a thread switched into it, and keeps the namespace after
 // the thread switches back.
 func dialIn(ns, network, addr string) (net.Conn, error) {
-	runtime.LockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return nil, err
+	var conn net.Conn
+	err := harness.InNetNS(ns, func() (err error) {
+		conn, err = net.DialTimeout(network, addr, 2*time.Second)
+		return err
+	})
+	if err != nil && conn != nil {
+		conn.Close()
+		conn = nil
 	}
-	defer orig.Close()
-	target, err := os.Open(ns)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return nil, err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("setns %s: %w", ns, err)
-	}
-	conn, dialErr := net.DialTimeout(network, addr, 2*time.Second)
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread stays in the wrong namespace: leave it locked, so
-		// that it ends with this goroutine instead of serving others.
-		if conn != nil {
-			conn.Close()
-		}
-		return nil, fmt.Errorf("setns back: %w", err)
-	}
-	runtime.UnlockOSThread()
-	return conn, dialErr
+	return conn, err
 }
 
 // exchangeIn asks one question from inside the namespace.

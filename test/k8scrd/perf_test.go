@@ -15,8 +15,8 @@ import (
 	"github.com/miekg/dns"
 )
 
-// propagationGoal is DESIGN.md's goal for p99 of create-to-first-answer;
-// the tests assert the generous propagationLimit and report against the goal.
+// propagationGoal is the goal for p99 of create-to-first-answer
+// (docs/architecture.md, "The data path"); the tests assert the generous propagationLimit and report against the goal.
 const (
 	propagationGoal  = 250 * time.Millisecond
 	propagationLimit = 2 * time.Second

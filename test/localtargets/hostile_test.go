@@ -15,10 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,7 +26,6 @@ import (
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
-	"golang.org/x/sys/unix"
 )
 
 // internalAddrs exist only inside the lab's namespace: a private service
@@ -116,36 +112,14 @@ func (l *lab) tenantAddr(i int) string {
 // switches back.
 func (l *lab) listen(t *testing.T, addr string) net.Listener {
 	t.Helper()
-	ln, err := func() (net.Listener, error) {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			return nil, err
-		}
-		defer orig.Close()
-		target, err := os.Open("/run/netns/" + l.ns.Name)
-		if err != nil {
-			runtime.UnlockOSThread()
-			return nil, err
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			return nil, fmt.Errorf("setns: %w", err)
-		}
-		ln, lerr := net.Listen("tcp", addr)
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-			// The thread stays in the namespace: left locked, it ends
-			// with this goroutine.
-			if ln != nil {
-				ln.Close()
-			}
-			return nil, fmt.Errorf("setns back: %w", err)
-		}
-		runtime.UnlockOSThread()
-		return ln, lerr
-	}()
+	var ln net.Listener
+	err := harness.InNetNS("/run/netns/"+l.ns.Name, func() (err error) {
+		ln, err = net.Listen("tcp", addr)
+		return err
+	})
+	if err != nil && ln != nil {
+		ln.Close()
+	}
 	if err != nil {
 		t.Fatalf("listen on %s in the namespace: %v", addr, err)
 	}
@@ -219,18 +193,6 @@ func startLab(t *testing.T, hc string) (srv *harness.CoreDNS, dir, metricsURL st
 	return srv, dir, "http://" + metrics + "/metrics"
 }
 
-// write puts a manifest in dir atomically (k8scrd does not read dot files).
-func write(t *testing.T, dir, name, content string) {
-	t.Helper()
-	tmp := filepath.Join(dir, "."+name)
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // checked is an A endpoint with health/* properties (name, value pairs).
 func checked(name string, targets []string, props ...string) testkit.Endpoint {
 	ep := testkit.EP(name, "A", 30, targets...)
@@ -267,19 +229,6 @@ func answers(t *testing.T, d time.Duration, srv *harness.CoreDNS, label string, 
 	})
 }
 
-// scrape returns the value of one series (name with its labels, as
-// exposed) or 0 when absent.
-func scrape(t *testing.T, url, series string) float64 {
-	t.Helper()
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
-	m := re.FindStringSubmatch(harness.HTTPBody(t, url))
-	if m == nil {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	return v
-}
-
 // TestHostileFinding3TenantChecksNeverDialInternalAddresses: a tenant's
 // health/address at a private service address (with a body substring, a
 // read oracle), at its NAT64 form, at the metadata addresses
@@ -301,7 +250,7 @@ func TestHostileFinding3TenantChecksNeverDialInternalAddresses(t *testing.T) {
 	// below is fleetdns's, not the network's.
 	reachable(t, "10.99.0.1:8080", "100.100.100.200:80", "[fd20:ce::254]:80", "[64:ff9b::a63:1]:8080")
 	srv, dir, url := startLab(t, "healthcheck tcp 8080 {\n            interval 500ms\n            timeout 400ms\n        }")
-	write(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "probes", nil,
+	testkit.WriteFile(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "probes", nil,
 		checked("oracle.example.org", []string{l.ns.Addr(1)},
 			"health/check", "http 8080 /secrets", "health/expect", "200 hunter2", "health/address", "10.99.0.1"),
 		checked("meta.example.org", []string{l.ns.Addr(1)},
@@ -335,10 +284,10 @@ func TestHostileFinding3TenantChecksNeverDialInternalAddresses(t *testing.T) {
 			t.Errorf("localtargets-%s: %v, want NODATA (the verdict of a refused check is nowhere)", h, got)
 		}
 	}
-	if n := scrape(t, url, `coredns_localtargets_refused_targets{class="private"}`); n != 3 {
+	if n := harness.Scrape(t, url).Sum("coredns_localtargets_refused_targets", "class", "private"); n != 3 {
 		t.Errorf("refused_targets{class=private} %v, want 3 (oracle, scan, nat64)", n)
 	}
-	if n := scrape(t, url, `coredns_localtargets_refused_targets{class="metadata"}`); n != 2 {
+	if n := harness.Scrape(t, url).Sum("coredns_localtargets_refused_targets", "class", "metadata"); n != 2 {
 		t.Errorf("refused_targets{class=metadata} %v, want 2 (meta, meta6)", n)
 	}
 	for _, h := range []string{"oracle", "meta", "scan", "meta6", "nat64"} {
@@ -362,7 +311,7 @@ func TestHostileFinding3DenyAndTenantWords(t *testing.T) {
 	denied := l.serve(t, l.ns.Addr(2)+":8080", "ok")
 	l.serve(t, l.ns.Addr(0)+":8080", "ok")
 	srv, dir, url := startLab(t, fmt.Sprintf("healthcheck tcp 8080 {\n            interval 500ms\n            timeout 400ms\n            allow 10.0.0.0/8 100.64.0.0/10\n            deny %s/32\n            tenant_address off\n            tenant_body off\n        }", l.ns.Addr(2)))
-	write(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "probes", nil,
+	testkit.WriteFile(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "probes", nil,
 		checked("addr.example.org", []string{l.ns.Addr(0)}, "health/check", "http 8080 /", "health/address", "10.99.0.1"),
 		checked("body.example.org", []string{"10.99.0.1"}, "health/check", "http 8080 /", "health/expect", "200 hunter2"),
 		checked("meta.example.org", []string{"100.100.100.200"}, "health/check", "tcp 8080"),
@@ -385,7 +334,7 @@ func TestHostileFinding3DenyAndTenantWords(t *testing.T) {
 		}
 	}
 	for class, want := range map[string]float64{"tenant_address": 1, "tenant_body": 1, "metadata": 1, "denied": 1} {
-		if n := scrape(t, url, `coredns_localtargets_refused_targets{class="`+class+`"}`); n != want {
+		if n := harness.Scrape(t, url).Sum("coredns_localtargets_refused_targets", "class", class); n != want {
 			t.Errorf("refused_targets{class=%s} %v, want %v", class, n, want)
 		}
 	}
@@ -405,7 +354,7 @@ func TestHostileFinding4ZoneCapSharedAndCappedVerdictsExpire(t *testing.T) {
 	l.serve(t, "0.0.0.0:8080", "ok")
 	srv, dir, _ := startLab(t, "healthcheck tcp 8080 {\n            interval 500ms\n            timeout 400ms\n            max_per_zone 4\n        }")
 	victim := []string{l.ns.Addr(0), l.ns.Addr(1), l.ns.Addr(2)}
-	write(t, dir, "victim.yaml", testkit.DNSEndpoint("victim", "app", nil, testkit.EP("z.example.org", "A", 30, victim...)))
+	testkit.WriteFile(t, dir, "victim.yaml", testkit.DNSEndpoint("victim", "app", nil, testkit.EP("z.example.org", "A", 30, victim...)))
 	answers(t, 10*time.Second, srv, "z", victim...)
 
 	// The tenant's 8 hosts x 16 targets sort first; the cap of 4 is shared
@@ -418,7 +367,7 @@ func TestHostileFinding4ZoneCapSharedAndCappedVerdictsExpire(t *testing.T) {
 		}
 		eps = append(eps, testkit.EP(fmt.Sprintf("a%d.example.org", h), "A", 30, ts...))
 	}
-	write(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "many", nil, eps...))
+	testkit.WriteFile(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "many", nil, eps...))
 	answers(t, 3*time.Second, srv, "z", victim[:2]...)
 	answers(t, 3*time.Second, srv, "a0", l.tenantAddr(0), l.tenantAddr(1))
 	// Ten seconds on, the victim is still served from checks that run.
@@ -467,14 +416,14 @@ func TestHostileFinding5TarpitDoesNotStarveOthers(t *testing.T) {
 		}
 		eps = append(eps, checked(fmt.Sprintf("a%d.example.org", h), ts, "health/check", fmt.Sprintf("http 8081 /%d", h)))
 	}
-	write(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "tarpit", nil, eps...))
+	testkit.WriteFile(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "tarpit", nil, eps...))
 	testkit.Eventually(t, 10*time.Second, "the tarpit holds the workers", func() bool {
 		held.Lock()
 		defer held.Unlock()
 		return len(conns) >= 6
 	})
 	start := time.Now()
-	write(t, dir, "victim.yaml", testkit.DNSEndpoint("victim", "app", nil, testkit.EP("victim.example.org", "A", 30, l.ns.Addr(0))))
+	testkit.WriteFile(t, dir, "victim.yaml", testkit.DNSEndpoint("victim", "app", nil, testkit.EP("victim.example.org", "A", 30, l.ns.Addr(0))))
 	answers(t, 5*time.Second, srv, "victim", l.ns.Addr(0))
 	d := time.Since(start)
 	t.Logf("the victim's host served %v after its manifest was written", d.Round(10*time.Millisecond))
@@ -511,7 +460,7 @@ func TestHostileFinding6RotatedHostValuesLeaveNothing(t *testing.T) {
 			eps = append(eps, checked(fmt.Sprintf("h%d.example.org", i), []string{l.ns.Addr(0)},
 				"health/check", fmt.Sprintf("http 8080 /healthz r%d-h%d.tenant.example", r, i)))
 		}
-		write(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "rotating", nil, eps...))
+		testkit.WriteFile(t, dir, "tenant.yaml", testkit.DNSEndpoint("tenant", "rotating", nil, eps...))
 		testkit.Eventually(t, time.Minute, fmt.Sprintf("round %d checked", r), func() error {
 			for i := range hosts {
 				if !target.sawHost(fmt.Sprintf("r%d-h%d.tenant.example", r, i)) {

@@ -7,8 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,18 +36,6 @@ func manifests(t *testing.T, n int) string {
 		}
 	}
 	return dir
-}
-
-var metricLine = regexp.MustCompile(`(?m)^(go_goroutines|coredns_localtargets_health_checks_total\{result="fail"\}) (\S+)$`)
-
-func metric(t *testing.T, url, name string) float64 {
-	for _, m := range metricLine.FindAllStringSubmatch(harness.HTTPBody(t, url), -1) {
-		if m[1] == name {
-			v, _ := strconv.ParseFloat(m[2], 64)
-			return v
-		}
-	}
-	return 0
 }
 
 // TestChecksAtScale: 6,000 and 60,000 targets in the store, each checked
@@ -92,13 +78,13 @@ func TestChecksAtScale(t *testing.T) {
 				peak := 0.0
 				if checks {
 					testkit.Eventually(t, 3*time.Minute, "every target checked once", func() (bool, string) {
-						peak = max(peak, metric(t, url, "go_goroutines"))
-						done := metric(t, url, `coredns_localtargets_health_checks_total{result="fail"}`)
+						peak = max(peak, harness.Scrape(t, url).Sum("go_goroutines"))
+						done := harness.Scrape(t, url).Sum("coredns_localtargets_health_checks_total", "result", "fail")
 						return done >= float64(want), fmt.Sprintf("%v of %d checked", done, want)
 					})
 				}
 				took := time.Since(start)
-				peak = max(peak, metric(t, url, "go_goroutines"))
+				peak = max(peak, harness.Scrape(t, url).Sum("go_goroutines"))
 				rss, err := srv.RSS()
 				if err != nil {
 					t.Fatal(err)

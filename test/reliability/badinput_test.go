@@ -22,8 +22,8 @@ const (
 	appHost  = "app." + gslbZone
 )
 
-// authServer is a GSLB cluster as DESIGN.md places it: the stock `any`
-// plugin, localtargets, gslb and k8scrd, transfer allowed to one address;
+// authServer is a GSLB cluster as docs/architecture.md ("Plugin order")
+// places it: the stock `any` plugin, localtargets, gslb and k8scrd, transfer allowed to one address;
 // its peer "us" is a second coredns process.
 type authServer struct {
 	srv       *harness.CoreDNS
@@ -52,11 +52,11 @@ func manyA() []string {
 
 func startAuthServer(t *testing.T) *authServer {
 	t.Helper()
-	requirePlugins(t, "any", "k8scrd", "localtargets", "gslb", "transfer")
+	harness.RequirePlugins(t, "any", "k8scrd", "localtargets", "gslb", "transfer")
 	a := &authServer{xfrClient: harness.NewIP(t), explainer: harness.NewIP(t), other: harness.NewIP(t)}
 
 	usIP, usDir := harness.NewIP(t), t.TempDir()
-	writeAtomic(t, usDir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 7, Targets: []string{"10.20.0.1"}}))
+	testkit.WriteFile(t, usDir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 7, Targets: []string{"10.20.0.1"}}))
 	harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
     localtargets
@@ -67,7 +67,7 @@ func startAuthServer(t *testing.T) *authServer {
 `, gslbZone, usIP, usDir), harness.WithProbe("localtargets-"+appHost, dns.TypeA))
 
 	ip, dir := harness.NewIP(t), t.TempDir()
-	writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil,
+	testkit.WriteFile(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil,
 		testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}},
 		testkit.Endpoint{DNSName: "www.example.org", RecordType: "AAAA", TTL: 60, Targets: []string{"2001:db8::1"}},
 		testkit.Endpoint{DNSName: "big.example.org", RecordType: "TXT", TTL: 60, Targets: bigTXT()},

@@ -8,46 +8,14 @@ package reliability
 
 import (
 	"net"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/fleetdns/fleetdns/test/harness"
-
 	"github.com/miekg/dns"
 )
-
-// writeAtomic writes a manifest the safe way: a hidden temporary file renamed over the old one.
-func writeAtomic(t testing.TB, dir, file, content string) {
-	t.Helper()
-	tmp := filepath.Join(dir, "."+file+".tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, file)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// requirePlugins fails or skips (harness rules) when the built binary lacks a plugin.
-func requirePlugins(t testing.TB, names ...string) {
-	t.Helper()
-	bin := harness.CoreDNSBinary(t)
-	out, err := harness.Run(harness.Context(t), bin, "-plugins")
-	if err != nil {
-		t.Fatalf("%s -plugins: %v", bin, err)
-	}
-	for _, n := range names {
-		if !regexp.MustCompile(`(?m)^\s*(dns\.)?` + regexp.QuoteMeta(n) + `\s*$`).MatchString(out) {
-			harness.Missing(t, "coredns binary %s lacks plugin %s", bin, n)
-		}
-	}
-}
 
 // addrsOf returns the sorted A/AAAA targets of a reply.
 func addrsOf(m *dns.Msg) []string {

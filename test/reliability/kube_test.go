@@ -2,12 +2,10 @@ package reliability
 
 import (
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -22,7 +20,7 @@ func TestEtcdAndAPIServerKilledUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a private kube-apiserver and etcd, killed")
 	}
-	requirePlugins(t, "k8scrd")
+	harness.RequirePlugins(t, "k8scrd")
 	k := harness.StartKube(t)
 	k.EnsureNamespace(t, "reliability")
 	k.CreateDNSEndpoint(t, "reliability", "www", nil, harness.Endpoint{DNSName: "www.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}})
@@ -35,10 +33,7 @@ func TestEtcdAndAPIServerKilledUnderLoad(t *testing.T) {
     errors
 }
 `, zone, ip, k.Kubeconfig), harness.WithProbe("www."+zone, dns.TypeA))
-	testkit.Eventually(t, 30*time.Second, "www served from the API", func() (bool, string) {
-		m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
-		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.1"}), summary(m, err)
-	})
+	harness.WaitTargets(t, 30*time.Second, "www served from the API", srv.Addr, "www."+zone, dns.TypeA, "192.0.2.1")
 
 	var servfail atomic.Int64
 	check := func(_ string, m *dns.Msg) string {
@@ -58,10 +53,7 @@ func TestEtcdAndAPIServerKilledUnderLoad(t *testing.T) {
 	}
 	k.SetDNSEndpoints(t, "reliability", "www", harness.Endpoint{DNSName: "www.example.org", RecordType: "A", Targets: []string{"192.0.2.2"}})
 	changed := time.Now()
-	testkit.Eventually(t, 60*time.Second, "the first change after etcd returned", func() (bool, string) {
-		m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
-		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.2"}), summary(m, err)
-	})
+	harness.WaitTargets(t, 60*time.Second, "the first change after etcd returned", srv.Addr, "www."+zone, dns.TypeA, "192.0.2.2")
 	t.Logf("first change after etcd returned: served after %v", time.Since(changed).Round(time.Millisecond))
 
 	servfail.Store(0)
@@ -84,10 +76,7 @@ func TestEtcdAndAPIServerKilledUnderLoad(t *testing.T) {
 	}
 	k.CreateDNSEndpoint(t, "reliability", "after", nil, harness.Endpoint{DNSName: "after.example.org", RecordType: "A", Targets: []string{"192.0.2.9"}})
 	changed = time.Now()
-	testkit.Eventually(t, 60*time.Second, "the first object created after both returned", func() (bool, string) {
-		m, err := harness.Ask(srv.Addr, "after."+zone, dns.TypeA)
-		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.9"}), summary(m, err)
-	})
+	harness.WaitTargets(t, 60*time.Second, "the first object created after both returned", srv.Addr, "after."+zone, dns.TypeA, "192.0.2.9")
 	t.Logf("first object created after both returned: served after %v", time.Since(changed).Round(time.Millisecond))
 	if !srv.Running() {
 		t.Fatalf("coredns exited: %v", srv.ExitErr())

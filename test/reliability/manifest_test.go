@@ -19,7 +19,7 @@ import (
 // plugin so that SIGUSR1 reloads the Corefile.
 func directoryServer(t *testing.T, dir, extra string) *harness.CoreDNS {
 	t.Helper()
-	requirePlugins(t, "k8scrd")
+	harness.RequirePlugins(t, "k8scrd")
 	ip := harness.NewIP(t)
 	return harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
@@ -50,7 +50,7 @@ func TestManifestWrittenInPieces(t *testing.T) {
 	dir := t.TempDir()
 	old := testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}},
 		testkit.Endpoint{DNSName: "mail.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.25"}})
-	writeAtomic(t, dir, "zone.yaml", old)
+	testkit.WriteFile(t, dir, "zone.yaml", old)
 	srv := directoryServer(t, dir, "")
 
 	l := startLoad(srv.Addr, 2, 5*time.Millisecond, []string{"www." + zone}, dns.TypeA, wantWWW("192.0.2.1"))
@@ -81,10 +81,7 @@ func TestManifestWrittenInPieces(t *testing.T) {
 	}
 	f.Close()
 	completed := time.Now()
-	testkit.Eventually(t, 5*time.Second, "www served from the completed manifest", func() (bool, string) {
-		m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
-		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.2"}), summary(m, err)
-	})
+	harness.WaitTargets(t, 5*time.Second, "www served from the completed manifest", srv.Addr, "www."+zone, dns.TypeA, "192.0.2.2")
 	t.Logf("completed manifest served after %v", time.Since(completed).Round(time.Millisecond))
 
 	// A new file that appears half written: whatever it holds so far is not
@@ -98,10 +95,7 @@ func TestManifestWrittenInPieces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "extra.yaml"), []byte(extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 5*time.Second, "new.example.org served from the added file", func() (bool, string) {
-		m, err := harness.Ask(srv.Addr, "new."+zone, dns.TypeA)
-		return err == nil && slices.Equal(addrsOf(m), []string{"192.0.2.3"}), summary(m, err)
-	})
+	harness.WaitTargets(t, 5*time.Second, "new.example.org served from the added file", srv.Addr, "new."+zone, dns.TypeA, "192.0.2.3")
 	total, wrong, first = l.end()
 	if wrong > 0 {
 		t.Errorf("a half-written new file disturbed other names: %d of %d wrong: %v", wrong, total, first)
@@ -116,7 +110,7 @@ func TestManifestReplacedByRename(t *testing.T) {
 		t.Skip("real processes")
 	}
 	dir := t.TempDir()
-	writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}}))
+	testkit.WriteFile(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}}))
 	srv := directoryServer(t, dir, "")
 	var changedAt time.Time
 	l := startLoad(srv.Addr, 2, 2*time.Millisecond, []string{"www." + zone}, dns.TypeA, func(_ string, m *dns.Msg) string {
@@ -127,7 +121,7 @@ func TestManifestReplacedByRename(t *testing.T) {
 		return ""
 	})
 	for i, target := range []string{"192.0.2.2", "192.0.2.3", "192.0.2.1", "192.0.2.2"} {
-		writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{target}}))
+		testkit.WriteFile(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil, testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{target}}))
 		changedAt = time.Now()
 		testkit.Eventually(t, 5*time.Second, "www served from the renamed-in file", func() (bool, string) {
 			m, err := harness.Ask(srv.Addr, "www."+zone, dns.TypeA)
@@ -149,9 +143,9 @@ func TestCorefileReloadUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes")
 	}
-	requirePlugins(t, "k8scrd", "localtargets", "gslb", "reload")
+	harness.RequirePlugins(t, "k8scrd", "localtargets", "gslb", "reload")
 	dir := t.TempDir()
-	writeAtomic(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil,
+	testkit.WriteFile(t, dir, "zone.yaml", testkit.DNSEndpoint("reliability", "zone", nil,
 		testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}},
 		testkit.Endpoint{DNSName: appHost, RecordType: "A", Targets: []string{"10.10.0.1"}}))
 	ip := harness.NewIP(t)

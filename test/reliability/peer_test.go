@@ -72,10 +72,10 @@ func startSlowPeer(t *testing.T, n int) *slowPeer {
 // gslbCluster starts the cluster "eu" with one static peer "slow".
 func gslbCluster(t *testing.T, peerIP, extra string) (*harness.CoreDNS, string) {
 	t.Helper()
-	requirePlugins(t, "k8scrd", "localtargets", "gslb", "prometheus")
+	harness.RequirePlugins(t, "k8scrd", "localtargets", "gslb", "prometheus")
 	ip, dir := harness.NewIP(t), t.TempDir()
 	prom := fmt.Sprintf("%s:%d", ip, harness.FreePort(t, ip))
-	writeAtomic(t, dir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.10.0.1", "10.10.0.2"}}))
+	testkit.WriteFile(t, dir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.10.0.1", "10.10.0.2"}}))
 	srv := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
     localtargets
@@ -131,7 +131,7 @@ func TestPeerWithThousandsOfTargets(t *testing.T) {
 	if peer >= 3000 {
 		t.Errorf("all %d of the peer's targets kept: not bounded", peer)
 	}
-	rss0, _ := metric(prom, "process_resident_memory_bytes")
+	rss0 := harness.Scrape(t, prom).Sum("process_resident_memory_bytes")
 	// A few hundred client queries while the peer's 48 KiB answer is refreshed every second.
 	deadline := time.Now().Add(5 * time.Second)
 	n := 0
@@ -147,7 +147,7 @@ func TestPeerWithThousandsOfTargets(t *testing.T) {
 		n++
 		time.Sleep(10 * time.Millisecond)
 	}
-	rss1, _ := metric(prom, "process_resident_memory_bytes")
+	rss1 := harness.Scrape(t, prom).Sum("process_resident_memory_bytes")
 	t.Logf("peer answers 3000 targets: %d of them kept; %d client queries; RSS %.1f -> %.1f MiB; peer asked %d times",
 		peer, n, rss0/(1<<20), rss1/(1<<20), p.queries.Load())
 	if rss1 > rss0+32<<20 {
@@ -174,7 +174,7 @@ func TestPeerAnsweringAfterTenSeconds(t *testing.T) {
 		own, peer := peerTargets(m)
 		return own == 2 && peer == 1, fmt.Sprintf("%d own and %d peer targets", own, peer)
 	})
-	gor0, _ := metric(prom, "go_goroutines")
+	gor0 := harness.Scrape(t, prom).Sum("go_goroutines")
 
 	p.delay.Store(int64(10 * time.Second))
 	slowAt := time.Now()
@@ -204,7 +204,7 @@ func TestPeerAnsweringAfterTenSeconds(t *testing.T) {
 		n++
 		time.Sleep(20 * time.Millisecond)
 	}
-	gor1, _ := metric(prom, "go_goroutines")
+	gor1 := harness.Scrape(t, prom).Sum("go_goroutines")
 	t.Logf("peer answering after 10 s: %d client queries in 14 s, slowest %v; peer's targets in %d answers (the last %v after it turned slow), absent from %d; goroutines %v -> %v; peer asked %d times",
 		n, worst.Round(time.Millisecond), withPeer, lastWithPeer.Round(time.Millisecond), withoutPeer, gor0, gor1, p.queries.Load())
 	if worst > time.Second {

@@ -1,11 +1,9 @@
 package reliability
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,29 +22,10 @@ import (
 	"github.com/miekg/dns"
 )
 
-// soakBound is the staleness the soak accepts: DESIGN.md's "served within a
-// second" for a DNSEndpoint change. An answer to a query sent later than
+// soakBound is the staleness the soak accepts: "served within a second" for
+// a DNSEndpoint change (docs/architecture.md, "The data path"). An answer to a query sent later than
 // change+soakBound must show the change.
 const soakBound = time.Second
-
-// metric reads one gauge from a Prometheus text endpoint.
-func metric(url, name string) (float64, error) {
-	cl := http.Client{Timeout: 2 * time.Second}
-	resp, err := cl.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		}
-	}
-	return 0, fmt.Errorf("%s not in %s", name, url)
-}
 
 // churnName is one DNSEndpoint the soak created and (later) deleted.
 type churnName struct {
@@ -71,11 +50,11 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FLEETDNS_SOAK_DURATION=%q: %v", durS, err)
 	}
-	requirePlugins(t, "any", "k8scrd", "localtargets", "gslb", "prometheus")
+	harness.RequirePlugins(t, "any", "k8scrd", "localtargets", "gslb", "prometheus")
 
 	// The peer cluster "us".
 	usIP, usDir := harness.NewIP(t), t.TempDir()
-	writeAtomic(t, usDir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.20.0.1"}}))
+	testkit.WriteFile(t, usDir, "hosts.yaml", testkit.DNSEndpoint("reliability", "hosts", nil, testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.20.0.1"}}))
 	us := harness.StartCoreDNS(t, fmt.Sprintf(`%s:53 {
     bind %s
     localtargets
@@ -88,7 +67,7 @@ func TestSoak(t *testing.T) {
 	// The cluster under test "eu".
 	ip, dir := harness.NewIP(t), t.TempDir()
 	promAddr := fmt.Sprintf("%s:%d", ip, harness.FreePort(t, ip))
-	writeAtomic(t, dir, "static.yaml", testkit.DNSEndpoint("reliability", "static", nil,
+	testkit.WriteFile(t, dir, "static.yaml", testkit.DNSEndpoint("reliability", "static", nil,
 		testkit.Endpoint{DNSName: "www.example.org", RecordType: "A", TTL: 60, Targets: []string{"192.0.2.1"}},
 		testkit.Endpoint{DNSName: appHost, RecordType: "A", TTL: 5, Targets: []string{"10.10.0.1", "10.10.0.2"}},
 	))
@@ -130,10 +109,11 @@ func TestSoak(t *testing.T) {
 	}
 
 	sample := func(when string) (rss, gor float64) {
-		rss, err1 := metric(promURL, "process_resident_memory_bytes")
-		gor, err2 := metric(promURL, "go_goroutines")
-		if err1 != nil || err2 != nil {
-			t.Errorf("metrics at %s: %v %v", when, err1, err2) // Errorf: called from a goroutine too
+		m, err := harness.ScrapeMetrics(promURL)
+		rss, ok1 := m.Value("process_resident_memory_bytes")
+		gor, ok2 := m.Value("go_goroutines")
+		if err != nil || !ok1 || !ok2 {
+			t.Errorf("metrics at %s: %v (RSS found %v, goroutines found %v)", when, err, ok1, ok2) // Errorf: called from a goroutine too
 		}
 		t.Logf("%s: RSS %.1f MiB, %v goroutines", when, rss/(1<<20), gor)
 		return rss, gor
@@ -162,13 +142,8 @@ func TestSoak(t *testing.T) {
 			}
 			c := &churnName{name: fmt.Sprintf("c%d.example.org.", i), target: fmt.Sprintf("10.99.%d.%d", (i/250)%250, i%250+1)}
 			file := fmt.Sprintf("c%d.yaml", i)
-			tmp := filepath.Join(dir, "."+file+".tmp")
 			body := testkit.DNSEndpoint("reliability", fmt.Sprintf("c%d", i), nil, testkit.Endpoint{DNSName: strings.TrimSuffix(c.name, "."), RecordType: "A", TTL: 1, Targets: []string{c.target}})
-			if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-				t.Error(err)
-				return
-			}
-			if err := os.Rename(tmp, filepath.Join(dir, file)); err != nil {
+			if err := testkit.WriteFileAtomic(dir, file, body); err != nil {
 				t.Error(err)
 				return
 			}

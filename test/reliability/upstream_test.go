@@ -136,7 +136,7 @@ func TestMisbehavingUpstreams(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes")
 	}
-	requirePlugins(t, "splitdns")
+	harness.RequirePlugins(t, "splitdns")
 	slow := startBadUpstream(t, "slow", 3*time.Second)
 	refused := startBadUpstream(t, "refused", 0)
 	cut := startBadUpstream(t, "tcpcut", 0)

@@ -53,7 +53,7 @@ func TestAmplificationFactor(t *testing.T) {
 			qtype uint16
 		}{{"txt.amp.example.", dns.TypeTXT}, {"a.amp.example.", dns.TypeA}} {
 			const n = 200
-			ans, tc, lost, in, out := burst(t, "127.79.1.10", srv.Addr, q.name, q.qtype, 65535, n)
+			ans, tc, lost, in, out := harness.Burst("127.79.1.10", srv.Addr, q.name, q.qtype, 65535, false, n)
 			t.Logf("%-34s %-5s: %4d answered, %4d truncated, %4d dropped; %7d bytes in, %9d out: %.1fx",
 				c.name, dns.TypeToString[q.qtype], ans, tc, lost, in, out, float64(out)/float64(in))
 		}

@@ -4,46 +4,13 @@ package rrl_test
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
 )
-
-// burst sends n queries from src (an IP) over UDP to addr, one at a time,
-// and counts the answers, the truncated ones, and bytes in and out.
-func burst(t *testing.T, src, addr, name string, qtype uint16, size uint16, n int) (answered, truncated, lost, in, out int) {
-	t.Helper()
-	c := &dns.Client{Net: "udp", Timeout: 50 * time.Millisecond, UDPSize: 65535,
-		Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}}
-	for range n {
-		m := new(dns.Msg)
-		m.SetQuestion(name, qtype)
-		if size > 0 {
-			m.SetEdns0(size, false)
-		}
-		wire, _ := m.Pack()
-		in += len(wire)
-		r, _, err := c.Exchange(m, addr)
-		if err != nil {
-			lost++
-			continue
-		}
-		r.Compress = true // as the server packed it: the size on the wire
-		b, _ := r.Pack()
-		out += len(b)
-		if r.Truncated {
-			truncated++
-		} else {
-			answered++
-		}
-	}
-	return
-}
 
 func TestBurstFromOneNetworkIsLimitedOthersAndTCPAreNot(t *testing.T) {
 	ip := harness.NewIP(t)
@@ -63,16 +30,16 @@ func TestBurstFromOneNetworkIsLimitedOthersAndTCPAreNot(t *testing.T) {
 	// Two client networks on loopback, /24s apart from each other.
 	clientA, clientB := "127.77.1.10", "127.78.1.10"
 	const n = 40
-	ans, tc, lost, _, _ := burst(t, clientA, srv.Addr, "www.example.org.", dns.TypeA, 0, n)
+	ans, tc, lost, _, _ := harness.Burst(clientA, srv.Addr, "www.example.org.", dns.TypeA, 0, false, n)
 	t.Logf("burst of %d from %s: %d answered, %d truncated (slipped), %d dropped", n, clientA, ans, tc, lost)
 	if ans > 10 || lost < n/3 || tc < n/4 {
 		t.Errorf("burst from one /24: %d answered, %d slipped, %d dropped; want at most 10 answered, about half of the rest slipped", ans, tc, lost)
 	}
-	ans2, tc2, _, _, _ := burst(t, "127.77.1.99", srv.Addr, "www.example.org.", dns.TypeA, 0, 5)
+	ans2, tc2, _, _, _ := harness.Burst("127.77.1.99", srv.Addr, "www.example.org.", dns.TypeA, 0, false, 5)
 	if ans2 > 1 {
 		t.Errorf("the same /24 from another address: %d answered (%d slipped), want it limited", ans2, tc2)
 	}
-	if ans, _, _, _, _ := burst(t, clientB, srv.Addr, "www.example.org.", dns.TypeA, 0, 5); ans != 5 {
+	if ans, _, _, _, _ := harness.Burst(clientB, srv.Addr, "www.example.org.", dns.TypeA, 0, false, 5); ans != 5 {
 		t.Errorf("another /24 during the burst: %d of 5 answered", ans)
 	}
 	for i := range 20 {

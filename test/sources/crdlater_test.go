@@ -11,7 +11,7 @@ import (
 // TestGatewayAPIInstalledLater starts coredns with the Gateway API kinds
 // among its resources before their CRDs exist: it serves what exists (a
 // DNSEndpoint), and once the CRDs are installed and established, routes are
-// served without a restart, within a minute (DESIGN.md, "Sources").
+// served without a restart, within a minute (docs/architecture.md, "Sources").
 //
 // It is the one test of the package that does not run in parallel: the
 // others install the CRDs, and a parallel test runs only after every

@@ -25,8 +25,8 @@ import (
 )
 
 // propagation bounds how long a change may take to reach the answers in
-// these tests; DESIGN.md promises a second for readiness, and the waits
-// below poll every 10-50 ms, so a passing test costs what the change costs.
+// these tests; docs/architecture.md ("Sources") promises a second for
+// readiness, and the waits below poll every 10-50 ms, so a passing test costs what the change costs.
 const propagation = 10 * time.Second
 
 // allKinds is the `resources` line with every source.

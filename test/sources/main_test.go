@@ -3,7 +3,7 @@
 // kube-apiserver: the objects are created through the API, their status set
 // through the status subresource as a controller would, EndpointSlices
 // written with the labels and conditions of the EndpointSlice controller,
-// and the answers read over real sockets (DESIGN.md, "Sources").
+// and the answers read over real sockets (docs/architecture.md, "Sources").
 package sources_test
 
 import (

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// sourceRules are the rules DESIGN.md allows k8scrd with every source:
-// read-only access to exactly the kinds, the objects a derivation reads
+// sourceRules are the rules docs/architecture.md ("Sources") allows k8scrd
+// with every source: read-only access to exactly the kinds, the objects a derivation reads
 // (IngressClasses, Services, EndpointSlices, Gateways), the CRDs (to notice
 // kinds installed later), and create on Events, its one write.
 var sourceRules = []rbacv1.PolicyRule{
@@ -63,9 +63,9 @@ func shippedRBAC(t *testing.T) (manifest, ns, name string) {
 }
 
 // TestServiceAccountReadsEverySource runs coredns with every source under a
-// ServiceAccount token (TokenRequest API) with only the permissions DESIGN.md
-// allows: every kind is served, health is read, and no call is forbidden.
-// Once with a ClusterRole of exactly DESIGN.md's list, once with the shipped
+// ServiceAccount token (TokenRequest API) with only the permissions
+// docs/architecture.md ("Sources") allows: every kind is served, health is read, and no call is forbidden.
+// Once with a ClusterRole of exactly that list, once with the shipped
 // deploy/gslb/rbac.yaml (namespaced Role and a ClusterRole for the
 // cluster-scoped kinds) and the Corefile's `namespaces` line it goes with.
 func TestServiceAccountReadsEverySource(t *testing.T) {

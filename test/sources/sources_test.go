@@ -12,8 +12,8 @@ import (
 )
 
 // TestSources creates, through the API, the Ingresses, LoadBalancer
-// Services, Gateways and routes of every row of DESIGN.md's sources table
-// and checks each row's answers over real sockets. Two coredns processes
+// Services, Gateways and routes of every row of the sources table of
+// docs/architecture.md ("Sources") and checks each row's answers over real sockets. Two coredns processes
 // share the API server and the objects: "all" serves every kind with no
 // class filter (and `localtargets`, and a `resolver` that is a third coredns
 // serving the load balancers' names), "filtered" keeps only the fleet

@@ -211,16 +211,8 @@ func TestResolvConfIsTheDefaultRoute(t *testing.T) {
 func TestKubeDNSFilesAndTheirChangeAtRunTime(t *testing.T) {
 	w := startWorld(t)
 	dir := t.TempDir()
-	write := func(name, content string) {
-		// As kubelet updates a ConfigMap volume: write aside, rename into place.
-		tmp := filepath.Join(dir, "."+name)
-		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// As kubelet updates a ConfigMap volume: write aside, rename into place.
+	write := func(name, content string) { testkit.WriteFile(t, dir, name, content) }
 	write("stubDomains", fmt.Sprintf(`{"acme.internal": [%q]}`, w.acme))
 	write("upstreamNameservers", fmt.Sprintf(`[%q]`, strings.TrimSuffix(w.public, ":53")))
 	srv, metrics := startSplitDNS(t, "        kubedns "+dir)
@@ -245,7 +237,7 @@ func TestKubeDNSFilesAndTheirChangeAtRunTime(t *testing.T) {
 	// A broken file is logged and the last good routes stay.
 	write("stubDomains", `{"acme.internal": [`)
 	testkit.Eventually(t, 10*time.Second, "a kubedns error counted", func() (bool, string) {
-		v := metric(t, metrics, "coredns_splitdns_kubedns_errors_total", nil)
+		v := harness.Scrape(t, metrics).Sum("coredns_splitdns_kubedns_errors_total")
 		return v >= 1, fmt.Sprintf("kubedns_errors_total %v", v)
 	})
 	if got := answerA(t, srv.Addr, "svc.acme.internal."); got != svcApex {
@@ -275,13 +267,13 @@ func TestDeadFirstUpstreamIsSkipped(t *testing.T) {
 		ask(i)
 	}
 	testkit.Eventually(t, 5*time.Second, "the dead upstream marked unhealthy", func() (bool, string) {
-		v := metric(t, metrics, "coredns_splitdns_upstream_healthy", map[string]string{"upstream": dead})
-		return v == 0, fmt.Sprintf("upstream_healthy{%s} = %v", dead, v)
+		v, ok := harness.Scrape(t, metrics).Value("coredns_splitdns_upstream_healthy", "upstream", dead)
+		return ok && v == 0, fmt.Sprintf("upstream_healthy{%s} = %v (series present: %v)", dead, v, ok)
 	})
 	// Held down, it is not even tried: no connection to it is taken any more.
 	tries := func() float64 {
-		l := map[string]string{"proxy_name": "splitdns", "to": dead}
-		return metric(t, metrics, "coredns_proxy_conn_cache_misses_total", l) + metric(t, metrics, "coredns_proxy_conn_cache_hits_total", l)
+		m, l := harness.Scrape(t, metrics), []string{"proxy_name", "splitdns", "to", dead}
+		return m.Sum("coredns_proxy_conn_cache_misses_total", l...) + m.Sum("coredns_proxy_conn_cache_hits_total", l...)
 	}
 	before := tries()
 	for i := 10; i < 30; i++ {
@@ -303,7 +295,7 @@ func TestTruncatedAnswerIsAskedAgainOverTCP(t *testing.T) {
 	if m.Truncated || len(m.Answer) != bigTXTRecords {
 		t.Errorf("bufsize 4096: TC=%v, %d answers, want the full %d", m.Truncated, len(m.Answer), bigTXTRecords)
 	}
-	if v := metric(t, metrics, "coredns_splitdns_tcp_retries_total", nil); v < 1 {
+	if v := harness.Scrape(t, metrics).Sum("coredns_splitdns_tcp_retries_total"); v < 1 {
 		t.Errorf("tcp_retries_total %v: the truncated UDP answer was not asked again over TCP", v)
 	}
 	// A client with a small buffer gets TC and retries over TCP itself.
@@ -396,8 +388,8 @@ func TestRunTimeLoopIsServfailNotAmplified(t *testing.T) {
 	metricsA, metricsB := "http://"+ipA+":9153/metrics", "http://"+ipB+":9153/metrics"
 
 	copies := func() (aToB, bToA float64) {
-		aToB = metric(t, metricsA, "coredns_proxy_request_duration_seconds_count", map[string]string{"proxy_name": "splitdns", "to": ipB + ":53"})
-		bToA = metric(t, metricsB, "coredns_proxy_request_duration_seconds_count", map[string]string{"proxy_name": "forward", "to": ipA + ":53"})
+		aToB = harness.Scrape(t, metricsA).Sum("coredns_proxy_request_duration_seconds_count", "proxy_name", "splitdns", "to", ipB+":53")
+		bToA = harness.Scrape(t, metricsB).Sum("coredns_proxy_request_duration_seconds_count", "proxy_name", "forward", "to", ipA+":53")
 		return aToB, bToA
 	}
 	aToB0, bToA0 := copies() // the start-up probes went around too, without a loop
@@ -414,7 +406,7 @@ func TestRunTimeLoopIsServfailNotAmplified(t *testing.T) {
 	}
 	aToB, bToA := copies()
 	aToB, bToA = aToB-aToB0, bToA-bToA0
-	loops := metric(t, metricsA, "coredns_splitdns_loops_total", nil)
+	loops := harness.Scrape(t, metricsA).Sum("coredns_splitdns_loops_total")
 	t.Logf("%d looping client queries: A forwarded %v copies to B, B forwarded %v copies to A, A detected %v loops", queries, aToB, bToA, loops)
 	if aToB+bToA > 2*queries {
 		t.Errorf("%v forwarded copies for %d client queries, want at most %d (one per server on the loop)", aToB+bToA, queries, 2*queries)
@@ -430,11 +422,11 @@ func TestRunTimeLoopIsServfailNotAmplified(t *testing.T) {
 	// histogram: count the A queries C received (A's health checks of C
 	// after each timeout are NS queries).
 	seenByC := func() float64 {
-		return metric(t, "http://"+ipC+":9153/metrics", "coredns_dns_requests_total", map[string]string{"type": "A"})
+		return harness.Scrape(t, "http://"+ipC+":9153/metrics").Sum("coredns_dns_requests_total", "type", "A")
 	}
 	seen0 := seenByC()
-	seenByA0 := metric(t, metricsA, "coredns_dns_requests_total", map[string]string{"type": "A"})
-	coalesced0 := metric(t, metricsA, "coredns_splitdns_coalesced_total", nil)
+	seenByA0 := harness.Scrape(t, metricsA).Sum("coredns_dns_requests_total", "type", "A")
+	coalesced0 := harness.Scrape(t, metricsA).Sum("coredns_splitdns_coalesced_total")
 	for i := range queries {
 		start := time.Now()
 		m := harness.Exchange(t, a.Addr, fmt.Sprintf("q%d.strip.test.", i), dns.TypeA, harness.Attempts(1), harness.Timeout(5*time.Second))
@@ -447,8 +439,8 @@ func TestRunTimeLoopIsServfailNotAmplified(t *testing.T) {
 	}
 	time.Sleep(time.Second) // let C's late answers and A's health checks settle
 	seen := seenByC() - seen0
-	coalesced := metric(t, metricsA, "coredns_splitdns_coalesced_total", nil) - coalesced0
-	returned := metric(t, metricsA, "coredns_dns_requests_total", map[string]string{"type": "A"}) - seenByA0 - queries
+	coalesced := harness.Scrape(t, metricsA).Sum("coredns_splitdns_coalesced_total") - coalesced0
+	returned := harness.Scrape(t, metricsA).Sum("coredns_dns_requests_total", "type", "A") - seenByA0 - queries
 	t.Logf("%d client queries looping through a marker-dropping server: A sent C %v copies, C sent A %v copies back, A coalesced %v of them (answered SERVFAIL when A's copy timed out)", queries, seen, returned, coalesced)
 	if returned != queries {
 		t.Errorf("C sent A %v copies back for %d client queries, want %d", returned, queries, queries)
