@@ -51,7 +51,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: "k8scrd",
 		Name:      "events_dropped_total",
-		Help:      "Events not written, by reason (rate: the object had its share; queue: full; error: the API refused).",
+		Help:      "Events not written, by reason (rate: the object had its share; namespace: the namespace had its share; queue: full; error: the API refused).",
 	}, []string{"reason"})
 	tenancySkipped = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
