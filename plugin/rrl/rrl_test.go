@@ -282,6 +282,7 @@ func TestTableMemoryIsBoundedPerAccount(t *testing.T) {
 		t.Fatalf("%d accounts, want 100000", r.table.len())
 	}
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d bytes of heap per account", grew/100_000)
 	if per := grew / 100_000; per > 120 {
 		t.Errorf("%d bytes of heap per account (names of %d octets), want at most 120", per, len(long)+20)
 	}
