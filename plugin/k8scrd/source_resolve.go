@@ -475,6 +475,8 @@ func (r *resolver) apply(l lookup, now time.Time) []string {
 		resolverLookups.WithLabelValues("success").Inc()
 	}
 
+	r.publish() // the truncated names may have changed
+
 	// A failure is retried after floor; an answer lives its TTL within
 	// [floor, ceiling] (a negative answer without an SOA: floor).
 	wait := r.floor
@@ -491,7 +493,6 @@ func (r *resolver) apply(l lookup, now time.Time) []string {
 		return nil
 	}
 	n.addrs = addrs
-	r.publish()
 	return r.keysOf(l.name)
 }
 
