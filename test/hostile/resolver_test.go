@@ -114,6 +114,7 @@ metadata:
     k8gb.io/exposed-hostnames: %s
 spec:
   resourceRef: {apiVersion: v1, kind: Service, name: lb}
+  strategy: {type: roundRobin}
 `, name, evil, host, strings.Join(names, ",")))
 	}
 	var big []string
