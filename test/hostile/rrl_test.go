@@ -108,8 +108,9 @@ func TestHostileWildcardNamesAreRateLimited(t *testing.T) {
 // TestHostileWildcardNamesCostNoMemory is issue 24's finding 7: 100,000
 // distinct names under one wildcard cost rrl one account, not one each:
 // the heap (go_memstats_heap_inuse_bytes, from the process's /metrics)
-// grows by less than 8 MiB (it grew by about 43 MiB, one string-keyed
-// account per name).
+// grows by less than 16 MiB: garbage not yet collected makes up to about
+// 8 of them, and one string-keyed account per name made 30 more at 95,000
+// names (about 43 MiB in the issue's run).
 func TestHostileWildcardNamesCostNoMemory(t *testing.T) {
 	cd, metrics := wildcardZone(t)
 	requests := func() float64 { return metric(t, metrics, "coredns_dns_requests_total") }
@@ -139,7 +140,15 @@ func TestHostileWildcardNamesCostNoMemory(t *testing.T) {
 			time.Sleep(5 * time.Millisecond) // about 40,000 a second: the server keeps up
 		}
 	}
-	testkit.Within(60*time.Second, func() bool { return requests()-base >= 0.9*names })
+	// Until 90% arrived, or none arrives for 2 s (UDP may drop some on a busy machine).
+	last, still := -1.0, time.Now()
+	testkit.Within(30*time.Second, func() bool {
+		n := requests() - base
+		if n != last {
+			last, still = n, time.Now()
+		}
+		return n >= 0.9*names || time.Since(still) > 2*time.Second
+	})
 	got := requests() - base
 	time.Sleep(time.Second)
 	after := heapInuse(t, metrics)
@@ -148,7 +157,7 @@ func TestHostileWildcardNamesCostNoMemory(t *testing.T) {
 	if got < 0.5*names {
 		t.Fatalf("only %.0f of %d queries reached coredns", got, names)
 	}
-	if grew := after - before; grew > 8*mib {
-		t.Errorf("finding 7: the heap grew by %s with %.0f distinct names under one wildcard, want under 8 MiB", fmtMiB(grew), got)
+	if grew := after - before; grew > 16*mib {
+		t.Errorf("finding 7: the heap grew by %s with %.0f distinct names under one wildcard, want under 16 MiB", fmtMiB(grew), got)
 	}
 }
