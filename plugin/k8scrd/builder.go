@@ -474,7 +474,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 	h.Owner = cmp.Or(owner, kept[0].namespace)
 	for _, o := range kept {
 		eps := o.at(name)
-		h.Verbatim = h.Verbatim || o.verbatim
+		h.Verbatim = h.Verbatim || o.verbatim && o.namespace == kept[0].namespace // from the host's owner only (the oldest publisher)
 		for i := range eps {
 			ep := &eps[i]
 			j := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == ep.rtype })

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/lru"
 )
 
 // Events tell the team whose object was refused or skipped why, on the
@@ -18,13 +20,24 @@ import (
 // ask: the DNS pods' log and metrics are not theirs to read. Creating an
 // Event is the one write k8scrd makes; it only ever creates (RBAC: create on
 // events), never updates or patches, so a repeat is a new Event after
-// eventInterval, not a counter bumped on the old one.
+// eventInterval, not a counter bumped on the old one. What is remembered for
+// that is bounded and forgotten least recently used first.
 
 const (
-	eventInterval  = 10 * time.Minute // the same message on one object at most this often
-	eventsPerObj   = 10               // distinct messages on one object per eventInterval
-	eventQueue     = 256              // Events waiting to be written; beyond it dropped and counted
-	eventRemembers = 16384            // messages remembered for the rate limit; then the oldest are forgotten
+	eventInterval = 10 * time.Minute // the same message on one object at most this often
+	eventsPerObj  = 10               // distinct messages on one object per eventInterval
+	eventQueue    = 256              // Events waiting to be written; beyond it dropped and counted
+	// eventRemembers bounds the messages remembered for the de-duplication;
+	// beyond it the least recently reported is forgotten, never all at once.
+	eventRemembers = 16384
+	// eventsPerNamespace Events of one namespace at once, then one per
+	// eventNamespaceRefill: a tenant with thousands of refused objects
+	// gets a bounded stream, and other namespaces their own share.
+	eventsPerNamespace   = 50
+	eventNamespaceRefill = 10 * time.Second
+	// eventLimiters bounds the objects and namespaces whose rates are
+	// remembered (least recently used forgotten first).
+	eventLimiters  = 4096
 	eventComponent = "fleetdns-k8scrd"
 )
 
@@ -39,85 +52,79 @@ type eventReq struct {
 }
 
 // eventer writes Events in the background, bounded in queue, memory and
-// rate per object. A nil *eventer reports nothing (the directory source).
+// rate per object and per namespace. A nil *eventer reports nothing (the
+// directory source).
 type eventer struct {
 	client typedcorev1.EventsGetter
 	host   string
 	now    func() time.Time
 	queue  chan eventReq
 
+	// sent remembers when each object/reason/message was last written.
+	sent *lru.Cache
+	// perObject and perNamespace are client-go's EventCorrelator spam
+	// filters (token buckets in an LRU cache), keyed by object and by
+	// namespace: eventsPerObj per object per eventInterval, and
+	// eventsPerNamespace then one per eventNamespaceRefill per namespace.
+	perObject, perNamespace *record.EventSourceObjectSpamFilter
+
 	mu      sync.Mutex
-	sent    map[string]time.Time // object/reason/message -> when last written
-	perObj  map[string][]time.Time
 	lastErr string // the last write error logged: logged again only when it changes
 }
 
 func newEventer(client typedcorev1.EventsGetter) *eventer {
 	host, _ := os.Hostname()
-	return &eventer{
+	e := &eventer{
 		client: client, host: host, now: time.Now,
 		queue: make(chan eventReq, eventQueue),
-		sent:  map[string]time.Time{}, perObj: map[string][]time.Time{},
+		sent:  lru.New(eventRemembers),
 	}
+	clock := eventClock{e}
+	e.perObject = record.NewEventSourceObjectSpamFilter(eventLimiters, eventsPerObj, float32(eventsPerObj/eventInterval.Seconds()), clock,
+		func(ev *corev1.Event) string {
+			o := ev.InvolvedObject
+			return o.Namespace + "/" + o.Name + "/" + string(o.UID)
+		})
+	e.perNamespace = record.NewEventSourceObjectSpamFilter(eventLimiters, eventsPerNamespace, float32(1/eventNamespaceRefill.Seconds()), clock,
+		func(ev *corev1.Event) string { return ev.InvolvedObject.Namespace })
+	return e
 }
 
+// eventClock is the eventer's clock (its now) for the spam filters.
+type eventClock struct{ e *eventer }
+
+func (c eventClock) Now() time.Time                  { return c.e.now() }
+func (c eventClock) Since(t time.Time) time.Duration { return c.e.now().Sub(t) }
+
 // report queues an Event unless the same one was written within
-// eventInterval or the object had its share; it never blocks.
+// eventInterval, or the object or its namespace had its share; it never
+// blocks.
 func (e *eventer) report(ref eventRef, reason, message string) {
 	if e == nil {
 		return
 	}
-	obj := ref.namespace + "/" + ref.name + "/" + ref.uid
-	key := obj + "\x00" + reason + "\x00" + message
+	key := ref.namespace + "/" + ref.name + "/" + ref.uid + "\x00" + reason + "\x00" + message
 	now := e.now()
 	e.mu.Lock()
-	if t, ok := e.sent[key]; ok && now.Sub(t) < eventInterval {
-		e.mu.Unlock()
+	defer e.mu.Unlock()
+	if t, ok := e.sent.Get(key); ok && now.Sub(t.(time.Time)) < eventInterval {
 		return
 	}
-	recent := e.perObj[obj][:0]
-	for _, t := range e.perObj[obj] {
-		if now.Sub(t) < eventInterval {
-			recent = append(recent, t)
-		}
-	}
-	if len(recent) >= eventsPerObj {
-		e.perObj[obj] = recent
-		e.mu.Unlock()
+	ev := &corev1.Event{InvolvedObject: corev1.ObjectReference{Namespace: ref.namespace, Name: ref.name, UID: types.UID(ref.uid)}}
+	if e.perObject.Filter(ev) {
 		eventsDropped.WithLabelValues("rate").Inc()
 		return
 	}
-	if len(e.sent) >= eventRemembers {
-		e.forget(now)
+	if e.perNamespace.Filter(ev) {
+		eventsDropped.WithLabelValues("namespace").Inc()
+		return
 	}
-	e.sent[key] = now
-	e.perObj[obj] = append(recent, now)
-	e.mu.Unlock()
+	e.sent.Add(key, now)
 
 	select {
 	case e.queue <- eventReq{ref: ref, reason: reason, message: message}:
 	default:
 		eventsDropped.WithLabelValues("queue").Inc()
-	}
-}
-
-// forget drops what the rate limit no longer needs, and when every entry is
-// recent, all of them: the memory stays bounded whatever tenants publish.
-func (e *eventer) forget(now time.Time) {
-	for k, t := range e.sent {
-		if now.Sub(t) >= eventInterval {
-			delete(e.sent, k)
-		}
-	}
-	if len(e.sent) >= eventRemembers {
-		clear(e.sent)
-		clear(e.perObj)
-		return
-	}
-	for k, ts := range e.perObj {
-		if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= eventInterval {
-			delete(e.perObj, k)
-		}
 	}
 }
 

@@ -81,7 +81,7 @@ func TestEventsRateLimitedPerObject(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for i := range eventQueue + 10 {
-			blocked.report(eventRef{namespace: "ns", name: fmt.Sprint("o", i)}, "InvalidEndpoint", "bad")
+			blocked.report(eventRef{namespace: fmt.Sprint("ns", i), name: "o"}, "InvalidEndpoint", "bad")
 		}
 		close(done)
 	}()
@@ -92,5 +92,63 @@ func TestEventsRateLimitedPerObject(t *testing.T) {
 	}
 	if d := testutil.ToFloat64(eventsDropped.WithLabelValues("queue")) - before; d != 10 {
 		t.Errorf("dropped %v Events on a full queue, want 10", d)
+	}
+}
+
+// Issue 24, finding 10: past eventRemembers messages the de-duplication
+// forgets the least recently reported, never everything: a message
+// reported again and again is still written once per interval.
+func TestEventsForgetLeastRecentlyUsed(t *testing.T) {
+	e := newEventer(&recordingEvents{})
+	now := time.Unix(1_800_000_000, 0)
+	e.now = func() time.Time { return now }
+	e.queue = make(chan eventReq, 4*eventRemembers)
+	hot := eventRef{kind: "DNSEndpoint", namespace: "team-a", name: "hot", uid: "u"}
+	e.report(hot, "NameRefused", "taken")
+	for i := range 2 * eventRemembers {
+		// Every object of its own namespace, so that no rate applies.
+		e.report(eventRef{kind: "DNSEndpoint", namespace: fmt.Sprint("ns", i), name: "o", uid: "u"}, "NameRefused", "taken")
+		if i%1000 == 0 {
+			e.report(hot, "NameRefused", "taken")
+		}
+	}
+	hotEvents := 0
+	for len(e.queue) > 0 {
+		if r := <-e.queue; r.ref == hot {
+			hotEvents++
+		}
+	}
+	if hotEvents != 1 {
+		t.Errorf("the same message on one object written %d times within the interval, want 1", hotEvents)
+	}
+}
+
+// Issue 24, finding 10: one namespace's Events are rate-limited as a
+// whole, and another namespace keeps its own share.
+func TestEventsRateLimitedPerNamespace(t *testing.T) {
+	e := newEventer(&recordingEvents{})
+	now := time.Unix(1_800_000_000, 0)
+	e.now = func() time.Time { return now }
+	e.queue = make(chan eventReq, 100_000)
+	before := testutil.ToFloat64(eventsDropped.WithLabelValues("namespace"))
+	for i := range 2000 {
+		for n := range 10 {
+			e.report(eventRef{namespace: "noisy", name: fmt.Sprint("o", i), uid: "u"}, "NameRefused", fmt.Sprintf("name %d is not granted", n))
+		}
+	}
+	if got := len(e.queue); got != eventsPerNamespace {
+		t.Errorf("%d Events queued for one namespace at once, want %d", got, eventsPerNamespace)
+	}
+	if got := testutil.ToFloat64(eventsDropped.WithLabelValues("namespace")) - before; got != 20000-eventsPerNamespace {
+		t.Errorf("%v dropped for the namespace's rate, want %d", got, 20000-eventsPerNamespace)
+	}
+	e.report(eventRef{namespace: "victim", name: "web", uid: "u"}, "NameRefused", "taken")
+	if got := len(e.queue); got != eventsPerNamespace+1 {
+		t.Errorf("another namespace's Event not queued behind the noisy one")
+	}
+	now = now.Add(eventNamespaceRefill)
+	e.report(eventRef{namespace: "noisy", name: "late", uid: "u"}, "NameRefused", "x")
+	if got := len(e.queue); got != eventsPerNamespace+2 {
+		t.Errorf("no Event for the noisy namespace after %v", eventNamespaceRefill)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	"github.com/coredns/coredns/request"
 	"github.com/fleetdns/fleetdns/internal/dnsutil"
@@ -54,6 +55,9 @@ func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 	rep := s.lookup(z, qname, qtype)
 	if rep.res == nameError && k.Fall.Through(qname) {
 		return plugin.NextOrFailure(k.Name(), k.Next, ctx, w, r)
+	}
+	if owner := rep.wildcard; owner != "" { // rrl charges wildcard answers to the wildcard (plugin/rrl)
+		metadata.SetValueFunc(ctx, "k8scrd/wildcard", func() string { return owner })
 	}
 
 	m := new(dns.Msg)

@@ -28,6 +28,7 @@ type reply struct {
 	answer, ns  []dns.RR
 	glue, extra []dns.RR
 	res         result
+	wildcard    string // the owner of the wildcard the answer was synthesized from (rrl's imputed name)
 }
 
 // lookup answers qname/qtype from the zone z in snapshot s: map lookups per
@@ -72,7 +73,9 @@ func (s *snapshot) lookup(z *zoneData, qname string, qtype uint16) reply {
 		if !w.declared() {
 			return reply{ns: z.negSOA, res: noData}
 		}
-		return s.answer(z, w, qname, qtype, true)
+		rep := s.answer(z, w, qname, qtype, true)
+		rep.wildcard = w.host.Name
+		return rep
 	}
 	return reply{ns: z.negSOA, res: nameError}
 }

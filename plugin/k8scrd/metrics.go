@@ -51,7 +51,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: "k8scrd",
 		Name:      "events_dropped_total",
-		Help:      "Events not written, by reason (rate: the object had its share; queue: full; error: the API refused).",
+		Help:      "Events not written, by reason (rate: the object had its share; namespace: the namespace had its share; queue: full; error: the API refused).",
 	}, []string{"reason"})
 	tenancySkipped = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
@@ -94,7 +94,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: "k8scrd",
 		Name:      "resolver_skipped_names",
-		Help:      "Status host names not resolved now, by reason (cap: beyond the number of names resolved; noresolver: no resolver configured or in /etc/resolv.conf).",
+		Help:      "Status host names not resolved now, by reason (cap: beyond the number of names resolved; object: beyond the names resolved per object; noresolver: no resolver configured or in /etc/resolv.conf).",
 	}, []string{"reason"})
 
 	resolverLookups = promauto.NewCounterVec(prometheus.CounterOpts{

@@ -436,7 +436,7 @@ func gslbStrategyProps(s *gslbStrategy) (map[string]string, []string) {
 // either replaces the object's targets.
 func gslbExposed(annotations map[string]string, d *declared) {
 	if v, ok := annotations[annotationExposedHostnames]; ok {
-		d.addrs, d.hostnames = nil, nil
+		d.addrs, d.hostnames, d.annotatedHostnames = nil, nil, true
 		for h := range strings.SplitSeq(v, ",") {
 			if h = strings.TrimSpace(h); h == "" {
 				continue

@@ -73,7 +73,7 @@ type cluster struct {
 
 // hostResolver resolves load balancers' status host names (source_resolve.go).
 type hostResolver interface {
-	track(key string, hostnames []string)
+	track(key string, hostnames []string, annotated bool)
 	addrs(hostname string) []netip.Addr
 	run(stop <-chan struct{})
 }
@@ -631,7 +631,7 @@ func (c *cluster) sync(key string) {
 	if d == nil {
 		c.use(key, parents)
 		if c.res != nil {
-			c.res.track(key, nil)
+			c.res.track(key, nil, false)
 		}
 		c.mu.Lock()
 		delete(c.bad, key)
@@ -659,7 +659,7 @@ func (c *cluster) sync(key string) {
 	c.use(key, uses)
 	var resolved func(string) []netip.Addr
 	if c.res != nil {
-		c.res.track(key, d.hostnames)
+		c.res.track(key, d.hostnames, d.annotatedHostnames)
 		resolved = c.res.addrs
 	}
 	// A change of health is a change of the object's answers: the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -32,6 +33,14 @@ const (
 	resolverChain = 8
 	// resolverUDPSize is the EDNS0 buffer size advertised (DNS flag day 2020).
 	resolverUDPSize = 1232
+	// resolverMaxAddrs caps the addresses kept per name and family, as
+	// gslb's max_targets (64) caps what one answer carries: a tenant's own
+	// DNS answering a status host name with thousands of records costs no
+	// more than this.
+	resolverMaxAddrs = 64
+	// resolverMaxPerObject caps the status host names one object has
+	// resolved (the first in name order).
+	resolverMaxPerObject = 16
 )
 
 // resolvConf is where the resolvers come from when none is configured.
@@ -43,28 +52,40 @@ var resolvConf = "/etc/resolv.conf"
 type resolver struct {
 	servers        []string
 	floor, ceiling time.Duration
-	maxNames       int
-	timeout        time.Duration
+	// maxNames caps the names resolved at all, maxPerObject those of one
+	// object, maxAddrs the addresses kept per name and family.
+	maxNames     int
+	maxPerObject int
+	maxAddrs     int
+	timeout      time.Duration
 	// changed is called from run's goroutine, never concurrently, with the
 	// keys whose host names' addresses changed.
 	changed func(keys []string)
 
 	mu sync.Mutex
-	// keys are the host names each object key tracks; tracked counts the
-	// keys that track each name (every name, within the cap or beyond).
-	keys    map[string][]string
+	// keys are what each object key tracks; tracked counts the keys that
+	// track each name (every name, within the cap or beyond).
+	keys    map[string]*trackedKey
 	tracked map[string]int
 	// names are the names resolved (at most maxNames): their state.
 	names map[string]*resolvedName
+	// rebalance: more names are tracked than maxNames, and which of them
+	// are resolved must be chosen again (resolve_share.go); run does it.
+	rebalance bool
 	// overCap is true while some tracked name is beyond the cap: the
 	// warning is logged once per crossing, not once per name.
 	overCap bool
 	// failing counts the names whose last lookup failed: the warning is
 	// logged when the first fails, not for each.
 	failing int
+	// beyondObjects counts the names not tracked because their object
+	// names more than maxPerObject; truncated the names whose last answer
+	// of a family (A, AAAA) held more than maxAddrs addresses.
+	beyondObjects int
+	truncated     [2]int
 	// published is what this resolver added to the gauges, so that several
 	// resolvers (several server blocks) add up and a stopped one leaves none.
-	published [3]float64
+	published resolverGauges
 	stopped   bool
 
 	// wake tells run that a name is due now.
@@ -82,6 +103,23 @@ type resolvedName struct {
 	inFlight bool
 	// failing: the last lookup failed (no server answered).
 	failing bool
+	// truncated: the last answer of the family (A, AAAA) held more than
+	// maxAddrs addresses.
+	truncated [2]bool
+}
+
+// trackedKey is what one object tracks.
+type trackedKey struct {
+	// names are the status host names resolved for the object: canonical,
+	// sorted, at most maxPerObject; beyond counts those left out.
+	names  []string
+	beyond int
+	// namespace is the object's: the cap is shared between namespaces.
+	namespace string
+	// annotated: the names come from an annotation the object's authors
+	// wrote (k8gb.io/exposed-hostnames), not from a controller's status;
+	// status host names are resolved first.
+	annotated bool
 }
 
 // newResolver returns a resolver that asks servers ("host:port", in order on
@@ -94,16 +132,18 @@ func newResolver(servers []string, floor, ceiling time.Duration, maxNames int, c
 		ceiling = floor
 	}
 	return &resolver{
-		servers:  servers,
-		floor:    floor,
-		ceiling:  ceiling,
-		maxNames: maxNames,
-		timeout:  resolverTimeout,
-		changed:  changed,
-		keys:     map[string][]string{},
-		tracked:  map[string]int{},
-		names:    map[string]*resolvedName{},
-		wake:     make(chan struct{}, 1),
+		servers:      servers,
+		floor:        floor,
+		ceiling:      ceiling,
+		maxNames:     maxNames,
+		maxPerObject: resolverMaxPerObject,
+		maxAddrs:     resolverMaxAddrs,
+		timeout:      resolverTimeout,
+		changed:      changed,
+		keys:         map[string]*trackedKey{},
+		tracked:      map[string]int{},
+		names:        map[string]*resolvedName{},
+		wake:         make(chan struct{}, 1),
 	}
 }
 
@@ -124,9 +164,13 @@ func systemResolvers(path string) []string {
 // canonical is a host name as the resolver keys it: lower-case, fully qualified.
 func canonical(hostname string) string { return dns.CanonicalName(hostname) }
 
-// track sets the status host names of object key; none untracks it. A new
-// name is resolved at once; a name no key tracks any more is forgotten.
-func (r *resolver) track(key string, hostnames []string) {
+// track sets the status host names of object key; none untracks it.
+// annotated says they come from an annotation rather than a controller's
+// status (trackedKey). At most maxPerObject names of one object are
+// tracked. A new name is resolved at once while every tracked name fits
+// in maxNames; beyond, run chooses which are (resolve_share.go). A name no
+// key tracks any more is forgotten.
+func (r *resolver) track(key string, hostnames []string, annotated bool) {
 	names := make([]string, 0, len(hostnames))
 	for _, h := range hostnames {
 		if h != "" {
@@ -135,45 +179,54 @@ func (r *resolver) track(key string, hostnames []string) {
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
+	beyond := 0
+	if len(names) > r.maxPerObject {
+		beyond = len(names) - r.maxPerObject
+		names = slices.Clip(names[:r.maxPerObject])
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.keys[key]
-	if slices.Equal(old, names) {
+	if old == nil {
+		old = &trackedKey{}
+	}
+	if slices.Equal(old.names, names) && old.beyond == beyond && old.annotated == annotated {
 		return
 	}
-	if len(names) == 0 {
+	if len(names) == 0 && beyond == 0 {
 		delete(r.keys, key)
 	} else {
-		r.keys[key] = names
+		r.keys[key] = &trackedKey{names: names, beyond: beyond, namespace: keyNamespace(key), annotated: annotated}
+	}
+	r.beyondObjects += beyond - old.beyond
+	if beyond > 0 && beyond != old.beyond {
+		log.Warningf("%s names %d status host names: the first %d (in name order) are resolved, the other %d are not (see coredns_k8scrd_resolver_skipped_names)",
+			keyObject(key), len(names)+beyond, len(names), beyond)
 	}
 	for _, n := range names {
 		r.tracked[n]++
 	}
-	freed := false
-	for _, n := range old {
+	for _, n := range old.names {
 		if r.tracked[n]--; r.tracked[n] == 0 {
 			delete(r.tracked, n)
-			if state, ok := r.names[n]; ok {
-				if state.failing {
-					r.failing--
-				}
-				delete(r.names, n)
-				freed = true
-			}
+			r.forget(n)
 		}
 	}
-	added := r.admit(names)
-	if freed {
-		// Names that waited beyond the cap take the freed places, in order.
-		var waiting []string
-		for n := range r.tracked {
-			if _, ok := r.names[n]; !ok {
-				waiting = append(waiting, n)
-			}
+	added := false
+	switch {
+	case len(r.servers) == 0:
+	case len(r.tracked) <= r.maxNames:
+		// Every tracked name fits: all are resolved, no choice to make.
+		added = r.admit(names)
+		if len(r.names) < len(r.tracked) {
+			// Names that waited beyond the cap take the freed places.
+			added = r.admit(slices.Collect(maps.Keys(r.tracked))) || added
 		}
-		slices.Sort(waiting)
-		added = r.admit(waiting) || added
+	default:
+		// Beyond the cap: run chooses again who gets the places (share).
+		r.rebalance = true
+		added = true
 	}
 	r.publish()
 	if added {
@@ -182,6 +235,23 @@ func (r *resolver) track(key string, hostnames []string) {
 		default:
 		}
 	}
+}
+
+// forget drops name's state, if it is resolved. Callers hold r.mu.
+func (r *resolver) forget(name string) {
+	state, ok := r.names[name]
+	if !ok {
+		return
+	}
+	if state.failing {
+		r.failing--
+	}
+	for i, t := range state.truncated {
+		if t {
+			r.truncated[i]--
+		}
+	}
+	delete(r.names, name)
 }
 
 // admit starts resolving those of names that are not yet resolved, while
@@ -209,29 +279,39 @@ func (r *resolver) publish() {
 	if r.stopped {
 		return
 	}
-	resolved, beyond, noResolver := float64(len(r.names)), 0.0, 0.0
+	g := resolverGauges{resolved: float64(len(r.names)), object: float64(r.beyondObjects)}
 	if len(r.servers) == 0 {
-		noResolver = float64(len(r.tracked))
+		g.noResolver = float64(len(r.tracked))
 	} else {
-		beyond = float64(len(r.tracked) - len(r.names))
+		g.beyond = float64(len(r.tracked) - len(r.names))
 	}
-	if over := beyond > 0; over != r.overCap {
+	g.truncatedA, g.truncatedAAAA = float64(r.truncated[0]), float64(r.truncated[1])
+	if over := g.beyond > 0; over != r.overCap {
 		r.overCap = over
 		if over {
-			log.Warningf("More than %d status host names: the names beyond are not resolved (see coredns_k8scrd_resolver_skipped_names)", r.maxNames)
+			log.Warningf("More than %d status host names: the names beyond are not resolved, each namespace's share first, controllers' status before annotations (see coredns_k8scrd_resolver_skipped_names)", r.maxNames)
 		} else {
 			log.Infof("Status host names within %d again: all resolved", r.maxNames)
 		}
 	}
-	r.setGauges(resolved, beyond, noResolver)
+	r.setGauges(g)
+}
+
+// resolverGauges are the values one resolver adds to the gauges.
+type resolverGauges struct {
+	resolved, beyond, noResolver, object float64
+	truncatedA, truncatedAAAA            float64
 }
 
 // setGauges adds this resolver's change to the gauges. Callers hold r.mu.
-func (r *resolver) setGauges(resolved, beyond, noResolver float64) {
-	now := [3]float64{resolved, beyond, noResolver}
-	resolverNames.Add(now[0] - r.published[0])
-	resolverSkippedNames.WithLabelValues("cap").Add(now[1] - r.published[1])
-	resolverSkippedNames.WithLabelValues("noresolver").Add(now[2] - r.published[2])
+func (r *resolver) setGauges(now resolverGauges) {
+	was := r.published
+	resolverNames.Add(now.resolved - was.resolved)
+	resolverSkippedNames.WithLabelValues("cap").Add(now.beyond - was.beyond)
+	resolverSkippedNames.WithLabelValues("noresolver").Add(now.noResolver - was.noResolver)
+	resolverSkippedNames.WithLabelValues("object").Add(now.object - was.object)
+	resolverTruncatedNames.WithLabelValues("A").Add(now.truncatedA - was.truncatedA)
+	resolverTruncatedNames.WithLabelValues("AAAA").Add(now.truncatedAAAA - was.truncatedAAAA)
 	r.published = now
 }
 
@@ -273,7 +353,7 @@ func (r *resolver) run(stop <-chan struct{}) {
 		cancel()
 		wg.Wait()
 		r.mu.Lock()
-		r.setGauges(0, 0, 0)
+		r.setGauges(resolverGauges{})
 		r.stopped = true
 		r.mu.Unlock()
 	}()
@@ -283,6 +363,9 @@ func (r *resolver) run(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		if keys := r.share(); len(keys) > 0 && r.changed != nil {
+			r.changed(keys)
+		}
 		due, next := r.due(time.Now(), resolverInFlight-inFlight)
 		for _, l := range due {
 			inFlight++
@@ -352,7 +435,7 @@ func (r *resolver) apply(l lookup, now time.Time) []string {
 	failed := false
 	ttl := uint32(0)
 	hasTTL := false
-	for _, f := range []struct {
+	for i, f := range []struct {
 		res  family
 		keep *[]netip.Addr
 	}{{l.v4, &n.v4}, {l.v6, &n.v6}} {
@@ -360,7 +443,7 @@ func (r *resolver) apply(l lookup, now time.Time) []string {
 			failed = true
 			continue
 		}
-		*f.keep = f.res.addrs
+		*f.keep = r.capped(l.name, n, i, f.res.addrs)
 		if f.res.hasTTL && (!hasTTL || f.res.ttl < ttl) {
 			ttl, hasTTL = f.res.ttl, true
 		}
@@ -392,6 +475,8 @@ func (r *resolver) apply(l lookup, now time.Time) []string {
 		resolverLookups.WithLabelValues("success").Inc()
 	}
 
+	r.publish() // the truncated names may have changed
+
 	// A failure is retried after floor; an answer lives its TTL within
 	// [floor, ceiling] (a negative answer without an SOA: floor).
 	wait := r.floor
@@ -408,14 +493,45 @@ func (r *resolver) apply(l lookup, now time.Time) []string {
 		return nil
 	}
 	n.addrs = addrs
+	return r.keysOf(l.name)
+}
+
+// keysOf returns the keys that track any of names, sorted. Callers hold r.mu.
+func (r *resolver) keysOf(names ...string) []string {
 	var keys []string
-	for key, names := range r.keys {
-		if _, ok := slices.BinarySearch(names, l.name); ok {
-			keys = append(keys, key)
+	for key, k := range r.keys {
+		for _, name := range names {
+			if _, ok := slices.BinarySearch(k.names, name); ok {
+				keys = append(keys, key)
+				break
+			}
 		}
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// capped returns the first maxAddrs of name's addresses of family i (0: A,
+// 1: AAAA), in address order, so that every replica keeps the same; the
+// cut is logged when it starts, once per name, and counted while it lasts.
+// Callers hold r.mu.
+func (r *resolver) capped(name string, n *resolvedName, i int, addrs []netip.Addr) []netip.Addr {
+	over := len(addrs) > r.maxAddrs
+	if over != n.truncated[i] {
+		n.truncated[i] = over
+		if over {
+			r.truncated[i]++
+			log.Warningf("Status host name %s answered %d %s records: the first %d in address order are kept (see coredns_k8scrd_resolver_truncated_names)",
+				name, len(addrs), [2]string{"A", "AAAA"}[i], r.maxAddrs)
+		} else {
+			r.truncated[i]--
+		}
+	}
+	if over {
+		// A copy: the answer's array of thousands is not kept alive.
+		return slices.Clone(addrs[:r.maxAddrs])
+	}
+	return addrs
 }
 
 // resolve asks for name's A and AAAA records, both at once.

@@ -130,6 +130,14 @@ func (f *fakeDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			soa, _ := dns.NewRR("example.com. 60 IN SOA ns.example.com. host.example.com. 1 3600 600 86400 1")
 			m.Ns = []dns.RR{soa}
 		}
+		if !tcp {
+			// What does not fit the client's buffer is truncated (TC), as a server does.
+			size := dns.MinMsgSize
+			if o := req.IsEdns0(); o != nil {
+				size = int(o.UDPSize())
+			}
+			m.Truncate(size)
+		}
 	}
 	w.WriteMsg(m)
 }
@@ -214,7 +222,7 @@ func TestResolverResolvesTrackedNameFollowingCNAME(t *testing.T) {
 		t.Fatalf("addresses before any track: %v, want none", got)
 	}
 	start := time.Now()
-	r.track("Ingress:ns/a", []string{"LB.example.com"})
+	r.track("Ingress:ns/a", []string{"LB.example.com"}, false)
 	testkit.Eventually(t, time.Second, "the tracked name resolved", addrsAre(r, "lb.example.com.", "192.0.2.1", "192.0.2.2", "2001:db8::1"))
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Errorf("a new name resolved %v after track, want promptly", d)
@@ -233,8 +241,8 @@ func TestResolverSeesChangeAfterTTL(t *testing.T) {
 	f := startFakeDNS(t)
 	f.set(t, "lb.example.com.", dns.RcodeSuccess, "lb.example.com. 1 IN A 192.0.2.1")
 	r, c := startResolver(t, []string{f.addr}, 100*time.Millisecond, 5*time.Second, 10)
-	r.track("Service:ns/b", []string{"lb.example.com."})
-	r.track("Ingress:ns/a", []string{"lb.example.com.", "lb.example.com."})
+	r.track("Service:ns/b", []string{"lb.example.com."}, false)
+	r.track("Ingress:ns/a", []string{"lb.example.com.", "lb.example.com."}, false)
 	testkit.Eventually(t, time.Second, "the first answer", addrsAre(r, "lb.example.com.", "192.0.2.1"))
 	resolved := time.Now()
 
@@ -254,7 +262,7 @@ func TestResolverClampsTTLToFloor(t *testing.T) {
 	f.set(t, "lb.example.com.", dns.RcodeSuccess, "lb.example.com. 0 IN A 192.0.2.1")
 	floor := 300 * time.Millisecond
 	r, _ := startResolver(t, []string{f.addr}, floor, 5*time.Second, 10)
-	r.track("Ingress:ns/a", []string{"lb.example.com."})
+	r.track("Ingress:ns/a", []string{"lb.example.com."}, false)
 	testkit.Eventually(t, 2*time.Second, "three asks", func() (bool, string) {
 		n := len(f.asks("lb.example.com.", dns.TypeA))
 		return n >= 3, fmt.Sprintf("%d asks", n)
@@ -272,7 +280,7 @@ func TestResolverClampsTTLToCeiling(t *testing.T) {
 	f.set(t, "lb.example.com.", dns.RcodeSuccess, "lb.example.com. 86400 IN A 192.0.2.1")
 	ceiling := 400 * time.Millisecond
 	r, _ := startResolver(t, []string{f.addr}, 100*time.Millisecond, ceiling, 10)
-	r.track("Ingress:ns/a", []string{"lb.example.com."})
+	r.track("Ingress:ns/a", []string{"lb.example.com."}, false)
 	testkit.Eventually(t, 2*time.Second, "a day-long answer re-asked at the ceiling", func() (bool, string) {
 		n := len(f.asks("lb.example.com.", dns.TypeA))
 		return n >= 2, fmt.Sprintf("%d asks", n)
@@ -293,7 +301,7 @@ func TestResolverFailsOverToSecondServer(t *testing.T) {
 	f := startFakeDNS(t)
 	f.set(t, "lb.example.com.", dns.RcodeSuccess, "lb.example.com. 30 IN A 192.0.2.1")
 	r, _ := startResolver(t, []string{silent.LocalAddr().String(), f.addr}, 100*time.Millisecond, 5*time.Second, 10)
-	r.track("Ingress:ns/a", []string{"lb.example.com."})
+	r.track("Ingress:ns/a", []string{"lb.example.com."}, false)
 	// The test's query timeout is 300ms.
 	testkit.Eventually(t, 1500*time.Millisecond, "the second server's answer", addrsAre(r, "lb.example.com.", "192.0.2.1"))
 }
@@ -302,7 +310,7 @@ func TestResolverServfailKeepsLastAddresses(t *testing.T) {
 	f := startFakeDNS(t)
 	f.set(t, "lb.example.com.", dns.RcodeSuccess, "lb.example.com. 0 IN A 192.0.2.1")
 	r, c := startResolver(t, []string{f.addr}, 100*time.Millisecond, 5*time.Second, 10)
-	r.track("Ingress:ns/a", []string{"lb.example.com."})
+	r.track("Ingress:ns/a", []string{"lb.example.com."}, false)
 	testkit.Eventually(t, time.Second, "the first answer", addrsAre(r, "lb.example.com.", "192.0.2.1"))
 
 	f.set(t, "lb.example.com.", dns.RcodeServerFailure)
@@ -327,7 +335,7 @@ func TestResolverNXDOMAINClearsAddresses(t *testing.T) {
 	f := startFakeDNS(t)
 	f.set(t, "lb.example.com.", dns.RcodeSuccess, "lb.example.com. 0 IN A 192.0.2.1", "lb.example.com. 0 IN AAAA 2001:db8::1")
 	r, c := startResolver(t, []string{f.addr}, 100*time.Millisecond, 5*time.Second, 10)
-	r.track("Ingress:ns/a", []string{"lb.example.com."})
+	r.track("Ingress:ns/a", []string{"lb.example.com."}, false)
 	testkit.Eventually(t, time.Second, "the first answer", addrsAre(r, "lb.example.com.", "192.0.2.1", "2001:db8::1"))
 
 	// NODATA for AAAA: the IPv6 address goes, the IPv4 one stays.
@@ -350,8 +358,8 @@ func TestResolverCapsTheNamesResolved(t *testing.T) {
 	skipped := func() float64 { return testutil.ToFloat64(resolverSkippedNames.WithLabelValues("cap")) }
 	base := skipped()
 	r, _ := startResolver(t, []string{f.addr}, 100*time.Millisecond, 5*time.Second, 2)
-	r.track("Ingress:ns/a", []string{"a.example.com.", "b.example.com."})
-	r.track("Ingress:ns/c", []string{"c.example.com.", "a.example.com."})
+	r.track("Ingress:ns/a", []string{"a.example.com.", "b.example.com."}, false)
+	r.track("Ingress:ns/c", []string{"c.example.com.", "a.example.com."}, false)
 	testkit.Eventually(t, time.Second, "a resolved", addrsAre(r, "a.example.com.", "192.0.2.1"))
 	testkit.Eventually(t, time.Second, "b resolved", addrsAre(r, "b.example.com.", "192.0.2.1"))
 	time.Sleep(300 * time.Millisecond)
@@ -366,7 +374,7 @@ func TestResolverCapsTheNamesResolved(t *testing.T) {
 	}
 
 	// b leaves: c takes its place.
-	r.track("Ingress:ns/a", []string{"a.example.com."})
+	r.track("Ingress:ns/a", []string{"a.example.com."}, false)
 	testkit.Eventually(t, time.Second, "c resolved once b left", addrsAre(r, "c.example.com.", "192.0.2.1"))
 	if got := skipped() - base; got != 0 {
 		t.Errorf("skipped names (cap) once within the cap: %v, want 0", got)
@@ -377,16 +385,16 @@ func TestResolverUntrackDropsTheName(t *testing.T) {
 	f := startFakeDNS(t)
 	f.set(t, "lb.example.com.", dns.RcodeSuccess, "lb.example.com. 0 IN A 192.0.2.1")
 	r, c := startResolver(t, []string{f.addr}, 100*time.Millisecond, 5*time.Second, 10)
-	r.track("Ingress:ns/a", []string{"lb.example.com."})
-	r.track("Ingress:ns/b", []string{"lb.example.com."})
+	r.track("Ingress:ns/a", []string{"lb.example.com."}, false)
+	r.track("Ingress:ns/b", []string{"lb.example.com."}, false)
 	testkit.Eventually(t, time.Second, "the first answer", addrsAre(r, "lb.example.com.", "192.0.2.1"))
 
 	// One key still tracks it: it stays.
-	r.track("Ingress:ns/a", nil)
+	r.track("Ingress:ns/a", nil, false)
 	if got := r.addrs("lb.example.com."); len(got) != 1 {
 		t.Fatalf("addresses while ns/b tracks the name: %v", got)
 	}
-	r.track("Ingress:ns/b", []string{})
+	r.track("Ingress:ns/b", []string{}, false)
 	if got := r.addrs("lb.example.com."); got != nil {
 		t.Errorf("addresses of an untracked name: %v, want none", got)
 	}
@@ -413,7 +421,7 @@ func TestResolverRetriesTruncatedAnswerOverTCP(t *testing.T) {
 	f.mu.Unlock()
 	f.set(t, "lb.example.com.", dns.RcodeSuccess, "lb.example.com. 30 IN A 192.0.2.1")
 	r, _ := startResolver(t, []string{f.addr}, 100*time.Millisecond, 5*time.Second, 10)
-	r.track("Ingress:ns/a", []string{"lb.example.com."})
+	r.track("Ingress:ns/a", []string{"lb.example.com."}, false)
 	testkit.Eventually(t, time.Second, "the answer over TCP", addrsAre(r, "lb.example.com.", "192.0.2.1"))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -434,7 +442,8 @@ func TestResolverBoundsLookupsInFlight(t *testing.T) {
 		names = append(names, n)
 	}
 	r, _ := startResolver(t, []string{f.addr}, 100*time.Millisecond, 5*time.Second, 100)
-	r.track("Ingress:ns/a", names)
+	r.track("Ingress:ns/a", names[:15], false)
+	r.track("Ingress:ns/b", names[15:], false)
 	for _, n := range names {
 		testkit.Eventually(t, 2*time.Second, n+" resolved", addrsAre(r, n, "192.0.2.1"))
 	}
@@ -469,7 +478,7 @@ func TestResolverWithoutServersReadsResolvConf(t *testing.T) {
 	if len(r.servers) != 0 {
 		t.Fatalf("servers %v from a resolv.conf without nameservers", r.servers)
 	}
-	r.track("Ingress:ns/a", []string{"lb.example.com.", "lb2.example.com."})
+	r.track("Ingress:ns/a", []string{"lb.example.com.", "lb2.example.com."}, false)
 	time.Sleep(200 * time.Millisecond)
 	if got := r.addrs("lb.example.com."); got != nil {
 		t.Errorf("addresses without a resolver: %v", got)
@@ -490,7 +499,7 @@ func TestResolverStopLeavesNoGauges(t *testing.T) {
 		defer close(done)
 		r.run(stop)
 	}()
-	r.track("Ingress:ns/a", []string{"lb.example.com."})
+	r.track("Ingress:ns/a", []string{"lb.example.com."}, false)
 	testkit.Eventually(t, time.Second, "resolved", addrsAre(r, "lb.example.com.", "192.0.2.1"))
 	if got := testutil.ToFloat64(resolverNames) - base; got != 1 {
 		t.Errorf("names resolved: %v, want 1", got)

@@ -61,6 +61,8 @@ type declared struct {
 	// unique), which the resolver turns into addresses.
 	addrs     []netip.Addr
 	hostnames []string
+	// annotatedHostnames: hostnames come from an annotation (k8gb.io/exposed-hostnames), not a controller's status.
+	annotatedHostnames bool
 	// props is the GSLB policy: the gslb.fleetdns.io/* annotations as
 	// gslb/* properties, sorted by name.
 	props endpoint.ProviderSpecific

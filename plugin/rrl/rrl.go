@@ -5,11 +5,13 @@ package rrl
 
 import (
 	"context"
+	"hash/maphash"
+	"net"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/request"
 	"github.com/fleetdns/fleetdns/internal/store"
 
@@ -36,7 +38,12 @@ func (r *RRL) ServeDNS(ctx context.Context, w dns.ResponseWriter, m *dns.Msg) (i
 	if state.Proto() != "udp" || plugin.Zones(r.Zones).Matches(state.Name()) == "" || r.exempted(state.IP()) || (r.fleet != nil && r.fleet.FleetTraffic(w, m)) {
 		return plugin.NextOrFailure(r.Name(), r.Next, ctx, w, m)
 	}
-	return plugin.NextOrFailure(r.Name(), r.Next, ctx, &limitedWriter{ResponseWriter: w, rrl: r}, m)
+	if metadata.ValueFuncs(ctx) == nil {
+		// Without the metadata plugin, a context that k8scrd can say
+		// "wildcard" in (imputedName).
+		ctx = metadata.ContextWithMetadata(ctx)
+	}
+	return plugin.NextOrFailure(r.Name(), r.Next, ctx, &limitedWriter{ResponseWriter: w, rrl: r, ctx: ctx}, m)
 }
 
 // Name implements plugin.Handler.
@@ -64,6 +71,7 @@ func (r *RRL) exempted(ip string) bool {
 type limitedWriter struct {
 	dns.ResponseWriter
 	rrl *RRL
+	ctx context.Context // the query's: the plugins' metadata
 }
 
 // WriteMsg sends, drops or slips res.
@@ -73,7 +81,14 @@ func (w *limitedWriter) WriteMsg(res *dns.Msg) error {
 	if rate <= 0 {
 		return w.ResponseWriter.WriteMsg(res)
 	}
-	key := w.rrl.prefix(w.RemoteAddr()) + "|" + kind + "|" + name
+	var qtype uint16
+	if kind == kindAnswer {
+		qtype = res.Question[0].Qtype
+		if imputed := imputedName(w.ctx); imputed != "" {
+			name = imputed
+		}
+	}
+	key := w.rrl.key(w.RemoteAddr(), kind, name, qtype)
 	v, evicted := w.rrl.table.debit(key, rate, w.rrl.now())
 	if evicted {
 		evictedCount.Inc()
@@ -95,7 +110,7 @@ func (w *limitedWriter) WriteMsg(res *dns.Msg) error {
 
 // Kinds of response, each with accounts of its own.
 const (
-	kindAnswer   = "answer"   // keyed by qname and qtype
+	kindAnswer   = "answer"   // keyed by qname (a wildcard's owner: imputedName) and qtype
 	kindNoData   = "nodata"   // by the zone (the SOA's owner)
 	kindNXDomain = "nxdomain" // by the zone
 	kindReferral = "referral" // by the delegation (the NS owner)
@@ -105,22 +120,21 @@ const (
 // classify returns res's kind and the name its account is keyed by.
 func classify(res *dns.Msg) (kind, name string) {
 	var qname string
-	var qtype uint16
 	if len(res.Question) > 0 {
-		qname, qtype = dns.CanonicalName(res.Question[0].Name), res.Question[0].Qtype
+		qname = res.Question[0].Name
 	}
 	authority := func(t uint16) string {
 		for _, rr := range res.Ns {
 			if rr.Header().Rrtype == t {
-				return dns.CanonicalName(rr.Header().Name)
+				return rr.Header().Name
 			}
 		}
 		return ""
 	}
 	switch res.Rcode {
 	case dns.RcodeSuccess:
-		if len(res.Answer) > 0 {
-			return kindAnswer, qname + "/" + strconv.Itoa(int(qtype))
+		if len(res.Answer) > 0 && qname != "" {
+			return kindAnswer, qname
 		}
 		if z := authority(dns.TypeSOA); z != "" {
 			return kindNoData, z
@@ -149,12 +163,47 @@ func (r *RRL) rate(kind string) float64 {
 	return r.responses
 }
 
-// prefix returns the client's network: /24 for IPv4, /56 for IPv6 by default,
-// as BIND's ipv4-prefix-length and ipv6-prefix-length.
-func (r *RRL) prefix(addr interface{ String() string }) string {
-	ap, err := netip.ParseAddrPort(addr.String())
-	if err != nil {
-		return addr.String()
+// key is the account of a response of kind keyed by name (and qtype for
+// answers) to the client at addr: a hash of the client's network (/24 for
+// IPv4, /56 for IPv6 by default, as BIND's ipv4-prefix-length and
+// ipv6-prefix-length), the kind, the name (case-insensitively) and qtype,
+// so that an account costs the same whatever the names that clients ask.
+// The hash is seeded per table: clients cannot choose names that collide.
+func (r *RRL) key(addr net.Addr, kind, name string, qtype uint16) uint64 {
+	var h maphash.Hash
+	h.SetSeed(r.table.seed)
+	p := r.prefix(addr)
+	a := p.Addr().As16()
+	h.Write(a[:])
+	h.WriteByte(byte(p.Bits()))
+	h.WriteString(kind)
+	h.WriteByte(0)
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h.WriteByte(c)
+	}
+	if name != "" && name[len(name)-1] != '.' {
+		h.WriteByte('.') // fully qualified or not, one account
+	}
+	h.WriteByte(byte(qtype >> 8))
+	h.WriteByte(byte(qtype))
+	return h.Sum64()
+}
+
+// prefix returns the client's network: /24 for IPv4, /56 for IPv6 by
+// default; an address that does not parse is its own network.
+func (r *RRL) prefix(addr net.Addr) netip.Prefix {
+	var ap netip.AddrPort
+	switch a := addr.(type) {
+	case *net.UDPAddr:
+		ap = a.AddrPort()
+	case *net.TCPAddr:
+		ap = a.AddrPort()
+	default:
+		ap, _ = netip.ParseAddrPort(addr.String())
 	}
 	ip := ap.Addr().Unmap()
 	bits := r.ipv6Prefix
@@ -163,7 +212,25 @@ func (r *RRL) prefix(addr interface{ String() string }) string {
 	}
 	p, err := ip.Prefix(bits)
 	if err != nil {
-		return ip.String()
+		return netip.Prefix{}
 	}
-	return p.String()
+	return p
+}
+
+// wildcardLabel is the metadata k8scrd sets on an answer synthesized from
+// a wildcard: the wildcard's owner name.
+const wildcardLabel = "k8scrd/wildcard"
+
+// imputedName is the name an answer is charged to when it differs from
+// the query name: a wildcard answer's is the wildcard's owner name (as NSD
+// and Windows DNS impute it), so that random names under one wildcard
+// share one account instead of each having a fresh one.
+func imputedName(ctx context.Context) string {
+	if ctx == nil {
+		return ""
+	}
+	if f := metadata.ValueFunc(ctx, wildcardLabel); f != nil {
+		return f()
+	}
+	return ""
 }

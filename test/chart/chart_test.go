@@ -175,13 +175,17 @@ func TestGSLBAndK8gbShapes(t *testing.T) {
 			t.Errorf("capabilities %s", got)
 		}
 		cm := mustFind(t, objs, "ConfigMap", "")
-		if cf := cm.Object["data"].(map[string]any)["Corefile"].(string); !strings.Contains(cf, "cloud.example.com:5353 {") || !strings.Contains(cf, "labels k8gb.io/dnstype=local") {
-			t.Errorf("Corefile:\n%s", cf)
+		if cf := cm.Object["data"].(map[string]any)["Corefile"].(string); !strings.Contains(cf, "cloud.example.com:5353 {") || !strings.Contains(cf, "labels k8gb.io/dnstype=local") ||
+			!strings.Contains(cf, "namespaces shop") || !strings.Contains(cf, "tenancy strict") || !strings.Contains(cf, "bufsize 1232") || !strings.Contains(cf, "rrl {") {
+			t.Errorf("Corefile (want named namespaces, tenancy strict, bufsize and rrl; issue 24 finding 9):\n%s", cf)
 		}
-		// No namespaces line: dnsendpoints in every namespace, as k8gb's coredns-cluster-role.
-		crb := mustFind(t, objs, "ClusterRoleBinding", "fleetdns:k8gb-coredns")
-		if got := str(crb, "subjects"); got != `[{"kind":"ServiceAccount","name":"coredns","namespace":"k8gb"}]` {
-			t.Errorf("ClusterRoleBinding subjects %s", got)
+		// The namespaces line: dnsendpoints read where the Gslbs are, bound there.
+		if crb := find(objs, "ClusterRoleBinding", "fleetdns:k8gb-coredns"); crb != nil {
+			t.Errorf("a ClusterRoleBinding for a k8scrd block that names its namespaces")
+		}
+		rb := mustFind(t, objs, "RoleBinding", "fleetdns:k8gb-coredns")
+		if got := rb.GetNamespace() + " " + str(rb, "subjects"); got != `shop [{"kind":"ServiceAccount","name":"coredns","namespace":"k8gb"}]` {
+			t.Errorf("RoleBinding %s", got)
 		}
 		if got := rulesOf(t, mustFind(t, objs, "ClusterRole", "fleetdns:k8gb-coredns")); got != "externaldns.k8s.io/dnsendpoints:get,list,watch; /events:create" {
 			t.Errorf("ClusterRole rules %s", got)

@@ -116,6 +116,11 @@ spec:
 			}
 			k.Apply(t, string(b))
 		}
+		// Issue 24, finding 9: a tenant's k8gb-labelled TXT at another
+		// team's host never turns it verbatim (localtargets-app2 below).
+		k.EnsureNamespace(t, "evil")
+		k.Apply(t, "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: claim, namespace: evil, labels: {k8gb.io/dnstype: local}}\nspec:\n  endpoints:\n  - {dnsName: app2.cloud.example.com, recordType: TXT, targets: [x]}\n")
+		t.Cleanup(func() { k.DeleteDNSEndpoint(t, "evil", "claim") })
 		addr := run(t, steps[1], "coredns")
 		if got := strings.Join(answers(addr, "app.cloud.example.com."), " "); got != "10.0.0.1 10.0.0.2" {
 			t.Errorf("app.cloud.example.com A = %q, want the operator's 10.0.0.1 10.0.0.2, as written", got)
