@@ -3,6 +3,7 @@ package k8scrd
 import (
 	"context"
 	"fmt"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kube"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ type kubernetes struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	events *eventer // Events on objects: refused claims, invalid endpoints
+	events *kube.Eventer // Events on objects: refused claims, invalid endpoints
 
 	// owners holds k8gb's DNSEndpoints back while their Gslb is served
 	// (source_gslb.go); nil without resources Gslb.
@@ -103,12 +104,12 @@ func (k *kubernetes) start() error {
 		cancel()
 		return fmt.Errorf("kubernetes: %w", err)
 	}
-	k.events = newEventer(cs.CoreV1())
-	k.b.report = func(o *object, reason, message string) { k.events.report(objectRef(o), reason, message) }
+	k.events = kube.NewEventer(cs.CoreV1())
+	k.b.report = func(o *object, reason, message string) { k.events.Report(objectRef(o), reason, message) }
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
-		k.events.run(ctx)
+		k.events.Run(ctx)
 	}()
 
 	if k.cfg.serves(kindGslb) {
@@ -257,7 +258,7 @@ func (k *kubernetes) add(obj any) {
 		invalidEndpoints.WithLabelValues(b.reason).Inc()
 		if b.reason != reasonZone {
 			log.Warningf("DNSEndpoint %s (resourceVersion %s): %s; skipped", c.obj.key, c.ResourceVersion, b.msg)
-			k.events.report(objectRef(c.obj), "InvalidEndpoint", b.msg+"; skipped, the object's other endpoints are served")
+			k.events.Report(objectRef(c.obj), "InvalidEndpoint", b.msg+"; skipped, the object's other endpoints are served")
 		}
 	}
 	if k.owners != nil {
@@ -333,6 +334,6 @@ func (k *kubernetes) watchError(ns string) cache.WatchErrorHandler {
 }
 
 // dnsEndpointRef names a DNSEndpoint for its Events.
-func dnsEndpointRef(o *object) eventRef {
-	return eventRef{apiVersion: v1alpha1.GroupVersion.String(), kind: "DNSEndpoint", namespace: o.namespace, name: o.name, uid: o.uid}
+func dnsEndpointRef(o *object) kube.Ref {
+	return kube.Ref{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DNSEndpoint", Namespace: o.namespace, Name: o.name, UID: o.uid}
 }

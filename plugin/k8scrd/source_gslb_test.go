@@ -335,12 +335,12 @@ func TestGslbDeclaredObject(t *testing.T) {
 	if e.ttl != 30 {
 		t.Errorf("TTL %d, want 30 (dnsTtlSeconds)", e.ttl)
 	}
-	if ref := objectRef(o); ref.apiVersion != "k8gb.io/v1beta1" || ref.kind != "Gslb" {
-		t.Errorf("Events go to %s %s, want k8gb.io/v1beta1 Gslb", ref.apiVersion, ref.kind)
+	if ref := objectRef(o); ref.APIVersion != "k8gb.io/v1beta1" || ref.Kind != "Gslb" {
+		t.Errorf("Events go to %s %s, want k8gb.io/v1beta1 Gslb", ref.APIVersion, ref.Kind)
 	}
 	o.kind = kindGslbLegacy
-	if ref := objectRef(o); ref.apiVersion != "k8gb.absa.oss/v1beta1" || ref.kind != "Gslb" {
-		t.Errorf("Events go to %s %s, want k8gb.absa.oss/v1beta1 Gslb", ref.apiVersion, ref.kind)
+	if ref := objectRef(o); ref.APIVersion != "k8gb.absa.oss/v1beta1" || ref.Kind != "Gslb" {
+		t.Errorf("Events go to %s %s, want k8gb.absa.oss/v1beta1 Gslb", ref.APIVersion, ref.Kind)
 	}
 }
 

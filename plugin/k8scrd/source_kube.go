@@ -2,6 +2,8 @@ package k8scrd
 
 import (
 	"context"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kube"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/resolve"
 	"maps"
 	"net/netip"
 	"slices"
@@ -71,11 +73,11 @@ type cluster struct {
 	owners *gslbOwners
 }
 
-// hostResolver resolves load balancers' status host names (source_resolve.go).
+// hostResolver resolves load balancers' status host names (package resolve).
 type hostResolver interface {
-	track(key string, hostnames []string)
-	addrs(hostname string) []netip.Addr
-	run(stop <-chan struct{})
+	Track(key string, hostnames []string)
+	Addrs(hostname string) []netip.Addr
+	Run(stop <-chan struct{})
 }
 
 // syncMarker is queued after the informers' first listing: when the worker
@@ -162,7 +164,7 @@ func newCluster(cfg *config, b *builder, rc *rest.Config) (*cluster, error) {
 		bad:     map[string]string{},
 		gone:    map[string]uint64{},
 	}
-	c.res = newResolver(cfg.resolvers, resolveFloor, resolveCeiling, resolveMaxNames, func(keys []string) {
+	c.res = resolve.New(cfg.resolvers, resolveFloor, resolveCeiling, resolveMaxNames, func(keys []string) {
 		for _, k := range keys {
 			c.queue.Add(k)
 		}
@@ -240,7 +242,7 @@ func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cach
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.res.run(ctx.Done())
+			c.res.Run(ctx.Done())
 		}()
 	}
 	marked := false
@@ -631,7 +633,7 @@ func (c *cluster) sync(key string) {
 	if d == nil {
 		c.use(key, parents)
 		if c.res != nil {
-			c.res.track(key, nil)
+			c.res.Track(key, nil)
 		}
 		c.mu.Lock()
 		delete(c.bad, key)
@@ -659,8 +661,8 @@ func (c *cluster) sync(key string) {
 	c.use(key, uses)
 	var resolved func(string) []netip.Addr
 	if c.res != nil {
-		c.res.track(key, d.hostnames)
-		resolved = c.res.addrs
+		c.res.Track(key, d.hostnames)
+		resolved = c.res.Addrs
 	}
 	// A change of health is a change of the object's answers: the
 	// propagation delay counts from the newest write to its slices too.
@@ -825,18 +827,18 @@ func routeParents(ns string, refs []gatewayv1.ParentReference) []string {
 }
 
 // objectRef names an object for its Events.
-func objectRef(o *object) eventRef {
+func objectRef(o *object) kube.Ref {
 	switch o.kind {
 	case kindIngress:
-		return eventRef{apiVersion: "networking.k8s.io/v1", kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: "networking.k8s.io/v1", Kind: o.kind, Namespace: o.namespace, Name: o.name, UID: o.uid}
 	case kindService:
-		return eventRef{apiVersion: "v1", kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: "v1", Kind: o.kind, Namespace: o.namespace, Name: o.name, UID: o.uid}
 	case kindHTTPRoute, kindGRPCRoute, kindTLSRoute:
-		return eventRef{apiVersion: gatewayv1.GroupVersion.String(), kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: gatewayv1.GroupVersion.String(), Kind: o.kind, Namespace: o.namespace, Name: o.name, UID: o.uid}
 	case kindGslb:
-		return eventRef{apiVersion: gslbGroup + "/" + gslbVersion, kind: kindGslb, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: gslbGroup + "/" + gslbVersion, Kind: kindGslb, Namespace: o.namespace, Name: o.name, UID: o.uid}
 	case kindGslbLegacy:
-		return eventRef{apiVersion: gslbLegacyGroup + "/" + gslbVersion, kind: kindGslb, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: gslbLegacyGroup + "/" + gslbVersion, Kind: kindGslb, Namespace: o.namespace, Name: o.name, UID: o.uid}
 	}
 	return dnsEndpointRef(o)
 }
