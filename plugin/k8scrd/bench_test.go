@@ -28,7 +28,7 @@ func benchPlugin(tb testing.TB, objects, perObject int) *K8sCRD {
 		batch[o.key] = change{key: o.key, obj: o}
 	}
 	s := k.builder.apply(k.snap.Load(), batch)
-	s.synced = true
+	s.Synced = true
 	k.snap.Store(s)
 	return k
 }
@@ -162,7 +162,7 @@ func BenchmarkLookup(b *testing.B) {
 		b.Run(fmt.Sprintf("names=%d", size), func(b *testing.B) {
 			k := benchPlugin(b, size/100, 100)
 			s := k.snap.Load()
-			z := s.zones["example.org."]
+			z := s.Zones["example.org."]
 			for _, kind := range benchKinds {
 				b.Run(kind.name, func(b *testing.B) {
 					// The names in query order in one string, read in sequence
@@ -187,7 +187,7 @@ func BenchmarkLookup(b *testing.B) {
 						if i++; i == len(off)-1 {
 							i = 0
 						}
-						s.lookup(z, name, kind.qtype)
+						s.Lookup(z, name, kind.qtype)
 					}
 				})
 			}

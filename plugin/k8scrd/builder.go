@@ -13,6 +13,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
 
@@ -29,7 +30,7 @@ type change struct {
 // batchDelay, and publishes one snapshot per batch. Only run touches the indexes.
 type builder struct {
 	cfg   *config
-	snap  *atomic.Pointer[snapshot]
+	snap  *atomic.Pointer[tree.Snapshot]
 	clock atomic.Pointer[func() time.Time] // tests set it; time.Now otherwise
 	co    *coalescer
 
@@ -71,7 +72,7 @@ type builder struct {
 // batchDelay is how long the builder gathers a burst of events into one snapshot.
 const batchDelay = 20 * time.Millisecond
 
-func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
+func newBuilder(cfg *config, snap *atomic.Pointer[tree.Snapshot]) *builder {
 	b := &builder{
 		cfg: cfg, snap: snap, co: newCoalescer(batchDelay, 0),
 		pending: make(map[string]change),
@@ -83,12 +84,12 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 	}
 	now := time.Now
 	b.clock.Store(&now)
-	s := &snapshot{zones: make(map[string]*zoneData)}
-	for i := range s.shards {
-		s.shards[i] = map[string]*node{}
+	s := &tree.Snapshot{Zones: make(map[string]*tree.Zone)}
+	for i := range s.Shards {
+		s.Shards[i] = map[string]*tree.Node{}
 	}
 	for _, z := range cfg.zones {
-		s.zones[z] = b.zone(z, nil, 0, 0, nil)
+		s.Zones[z] = b.zone(z, nil, 0, 0, nil)
 	}
 	snap.Store(s)
 	return b
@@ -140,17 +141,17 @@ func (b *builder) flush() {
 	b.pending = make(map[string]change, len(batch))
 	b.mu.Unlock()
 	cur := b.snap.Load()
-	if len(batch) == 0 && synced == cur.synced {
+	if len(batch) == 0 && synced == cur.Synced {
 		return
 	}
 	next := b.apply(cur, batch)
-	next.synced = synced
+	next.Synced = synced
 	b.snap.Store(next)
 	b.swaps.Add(1)
-	if b.changed != nil && cur.synced {
+	if b.changed != nil && cur.Synced {
 		var zones []string
-		for z, zd := range next.zones {
-			if zd != cur.zones[z] {
+		for z, zd := range next.Zones {
+			if zd != cur.Zones[z] {
 				zones = append(zones, z)
 			}
 		}
@@ -162,7 +163,7 @@ func (b *builder) flush() {
 	now := b.now()
 	lastSync.Set(float64(now.Unix()))
 	for _, c := range batch {
-		if !cur.synced {
+		if !cur.Synced {
 			break // the first listing: its objects changed before we started
 		}
 		applyDelay.Observe(now.Sub(c.received).Seconds())
@@ -170,8 +171,8 @@ func (b *builder) flush() {
 			propagationDelay.Observe(max(0, now.Sub(c.obj.changed).Seconds()))
 		}
 	}
-	for z, zd := range next.zones {
-		recordsGauge.WithLabelValues(z).Set(float64(zd.records))
+	for z, zd := range next.Zones {
+		recordsGauge.WithLabelValues(z).Set(float64(zd.Records))
 	}
 	// Last: a subscriber woken here (start-up's wait among them) finds the
 	// metrics of the snapshot it reads already set.
@@ -182,27 +183,27 @@ func (b *builder) flush() {
 
 // edit is the copy-on-write state of one batch.
 type edit struct {
-	s       *snapshot
-	copied  [nShards]bool
+	s       *tree.Snapshot
+	copied  [tree.NShards]bool
 	touched map[string]bool // zones changed
 	records map[string]int  // record count deltas per zone
 	cuts    map[string]int  // delegation count deltas per zone
 }
 
-func (e *edit) shard(name string) map[string]*node {
-	i := shardOf(name)
+func (e *edit) shard(name string) map[string]*tree.Node {
+	i := tree.ShardOf(name)
 	if !e.copied[i] {
-		e.s.shards[i] = maps.Clone(e.s.shards[i])
+		e.s.Shards[i] = maps.Clone(e.s.Shards[i])
 		e.copied[i] = true
 	}
-	return e.s.shards[i]
+	return e.s.Shards[i]
 }
 
 // apply builds the snapshot that follows cur after batch. It copies only the
 // shards that hold a changed name (or an ancestor whose count changed).
-func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
+func (b *builder) apply(cur *tree.Snapshot, batch map[string]change) *tree.Snapshot {
 	next := *cur // copies the shard array: nShards pointers
-	next.zones = maps.Clone(cur.zones)
+	next.Zones = maps.Clone(cur.Zones)
 	e := &edit{s: &next, touched: map[string]bool{}, records: map[string]int{}, cuts: map[string]int{}}
 
 	names := map[string]bool{}
@@ -244,9 +245,9 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 	}
 
 	for z := range e.touched {
-		old := next.zones[z]
-		apex := next.get(z)
-		next.zones[z] = b.zone(z, apex, old.records+e.records[z], old.cuts+e.cuts[z], old)
+		old := next.Zones[z]
+		apex := next.Get(z)
+		next.Zones[z] = b.zone(z, apex, old.Records+e.records[z], old.Cuts+e.cuts[z], old)
 	}
 	return &next
 }
@@ -293,7 +294,7 @@ func (b *builder) observe(e *edit, o *object, version uint64) {
 //     newest file time, and one more than the last serial when a change
 //     falls within the same second.
 //   - It never goes back (RFC 1982) in one replica.
-func (b *builder) serial(z string, old *zoneData) uint32 {
+func (b *builder) serial(z string, old *tree.Zone) uint32 {
 	if soas := b.dataSOA[z]; len(soas) > 0 {
 		var s uint32
 		first := true
@@ -308,11 +309,11 @@ func (b *builder) serial(z string, old *zoneData) uint32 {
 	if old == nil {
 		return s
 	}
-	if b.cfg.directory != "" && !serialLess(old.serial, s) {
-		return old.serial + 1
+	if b.cfg.directory != "" && !serialLess(old.Serial, s) {
+		return old.Serial + 1
 	}
-	if serialLess(s, old.serial) {
-		return old.serial
+	if serialLess(s, old.Serial) {
+		return old.Serial
 	}
 	return s
 }
@@ -362,7 +363,7 @@ func (b *builder) declaredBy(name string) []*object {
 // that changed.
 func (b *builder) rebuild(e *edit, name string) (again []string) {
 	zone := plugin.Zones(b.cfg.zones).Matches(name)
-	old := e.s.get(name)
+	old := e.s.Get(name)
 	n, owner := b.merge(name, zone)
 	switch {
 	case b.cfg.strictish():
@@ -375,15 +376,15 @@ func (b *builder) rebuild(e *edit, name string) (again []string) {
 
 	var below int32
 	if old != nil {
-		below = old.below
+		below = old.Below
 	}
-	wasDeclared := old != nil && old.declared()
+	wasDeclared := old != nil && old.Declared()
 	switch {
 	case n != nil:
-		n.below = below
+		n.Below = below
 		e.shard(name)[name] = n
 	case below > 0:
-		e.shard(name)[name] = &node{below: below}
+		e.shard(name)[name] = &tree.Node{Below: below}
 	default:
 		if old != nil {
 			delete(e.shard(name), name)
@@ -391,10 +392,10 @@ func (b *builder) rebuild(e *edit, name string) (again []string) {
 	}
 	e.touched[zone] = true
 	e.records[zone] += countRRs(n) - countRRs(old)
-	if old != nil && old.cut {
+	if old != nil && old.Cut {
 		e.cuts[zone]--
 	}
-	if n != nil && n.cut {
+	if n != nil && n.Cut {
 		e.cuts[zone]++
 	}
 	if wasDeclared != (n != nil) && name != zone {
@@ -410,17 +411,17 @@ func (b *builder) rebuild(e *edit, name string) (again []string) {
 // ancestors adds delta to the below count of every name strictly between name
 // and the zone apex: these are the empty non-terminals a declared name implies.
 func (b *builder) ancestors(e *edit, name, zone string, delta int32) {
-	for p := parent(name); p != "" && p != zone && len(p) > len(zone); p = parent(p) {
+	for p := tree.Parent(name); p != "" && p != zone && len(p) > len(zone); p = tree.Parent(p) {
 		sh := e.shard(p)
 		old := sh[p]
-		var n node
+		var n tree.Node
 		if old != nil {
 			n = *old
 		} else {
-			n = node{}
+			n = tree.Node{}
 		}
-		n.below += delta
-		if n.below <= 0 && !n.declared() {
+		n.Below += delta
+		if n.Below <= 0 && !n.Declared() {
 			delete(sh, p)
 			continue
 		}
@@ -428,13 +429,13 @@ func (b *builder) ancestors(e *edit, name, zone string, delta int32) {
 	}
 }
 
-func countRRs(n *node) int {
+func countRRs(n *tree.Node) int {
 	if n == nil {
 		return 0
 	}
 	c := 0
-	for _, set := range n.rrsets {
-		c += len(set.rrs)
+	for _, set := range n.RRsets {
+		c += len(set.RRs)
 	}
 	return c
 }
@@ -442,7 +443,7 @@ func countRRs(n *node) int {
 // merge builds the node at name: targets merged and de-duplicated across
 // objects, a deterministic order, one TTL per RRset (the smallest, RFC 2181
 // §5.2), tenancy applied, a CNAME beside other data skipped.
-func (b *builder) merge(name, zone string) (*node, string) {
+func (b *builder) merge(name, zone string) (*tree.Node, string) {
 	first, ok := b.byName[name]
 	if !ok {
 		b.count(name, 0, 0)
@@ -459,7 +460,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 		return cmp.Or(cmp.Compare(x.namespace, y.namespace), cmp.Compare(x.name, y.name), cmp.Compare(x.key, y.key))
 	})
 
-	var sets []merged
+	var sets []tree.Merged
 	var owned []bool // sets[i].addrs is the builder's own, not one endpoint's
 	unready := false // an unready source object contributes addresses here
 	h := store.Host{Name: name}
@@ -476,22 +477,22 @@ func (b *builder) merge(name, zone string) (*node, string) {
 		h.Verbatim = h.Verbatim || o.verbatim
 		for i := range eps {
 			ep := &eps[i]
-			j := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == ep.rtype })
+			j := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == ep.rtype })
 			if j < 0 {
 				// An endpoint's addresses are sorted and unique already: a
 				// set of one endpoint uses them as they are.
-				sets = append(sets, merged{rtype: ep.rtype, ttl: ep.ttl, addrs: ep.addrs})
+				sets = append(sets, tree.Merged{Type: ep.rtype, TTL: ep.ttl, Addrs: ep.addrs})
 				owned = append(owned, false)
 				j = len(sets) - 1
 			} else if len(ep.addrs) > 0 {
 				if !owned[j] {
-					sets[j].addrs = slices.Clone(sets[j].addrs)
+					sets[j].Addrs = slices.Clone(sets[j].Addrs)
 					owned[j] = true
 				}
-				sets[j].addrs = append(sets[j].addrs, ep.addrs...)
+				sets[j].Addrs = append(sets[j].Addrs, ep.addrs...)
 			}
-			sets[j].ttl = min(sets[j].ttl, ep.ttl)
-			sets[j].rrs = append(sets[j].rrs, ep.rrs...)
+			sets[j].TTL = min(sets[j].TTL, ep.ttl)
+			sets[j].RRs = append(sets[j].RRs, ep.rrs...)
 			address := ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA
 			h.AddressDeclared = h.AddressDeclared || address
 			if address && ep.ttlSet && (!h.TTLSet || ep.ttl < h.TTL) {
@@ -530,7 +531,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 		cover := -1 // the sets refused: -2 all (a wildcard), else the NS set's index
 		if rest, wild := strings.CutPrefix(name, "*."); wild && b.covers(rest, owner) {
 			cover = -2
-		} else if i := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == dns.TypeNS }); i >= 0 && b.covers(name, owner) {
+		} else if i := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == dns.TypeNS }); i >= 0 && b.covers(name, owner) {
 			cover = i
 		}
 		if cover != -1 {
@@ -557,29 +558,29 @@ func (b *builder) merge(name, zone string) (*node, string) {
 	for i := range sets {
 		// Deterministic order, duplicates removed, one TTL (copies only where an endpoint's differs).
 		if owned[i] {
-			slices.SortFunc(sets[i].addrs, netip.Addr.Compare)
-			sets[i].addrs = slices.Clip(slices.Compact(sets[i].addrs))
+			slices.SortFunc(sets[i].Addrs, netip.Addr.Compare)
+			sets[i].Addrs = slices.Clip(slices.Compact(sets[i].Addrs))
 		}
-		rrs := sets[i].rrs
+		rrs := sets[i].RRs
 		slices.SortStableFunc(rrs, compareRR)
 		rrs = slices.CompactFunc(rrs, func(x, y dns.RR) bool { return compareRR(x, y) == 0 })
 		for j, rr := range rrs {
-			if rr.Header().Ttl != sets[i].ttl {
+			if rr.Header().Ttl != sets[i].TTL {
 				rrs[j] = dns.Copy(rr)
-				rrs[j].Header().Ttl = sets[i].ttl
+				rrs[j].Header().Ttl = sets[i].TTL
 			}
 		}
-		sets[i].rrs = slices.Clip(rrs)
+		sets[i].RRs = slices.Clip(rrs)
 	}
-	if i := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == dns.TypeCNAME }); i >= 0 && len(sets[i].rrs) > 0 {
+	if i := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == dns.TypeCNAME }); i >= 0 && len(sets[i].RRs) > 0 {
 		// RFC 1034 §3.6.2: a CNAME has no other data beside it. The other data wins.
 		if len(sets) > 1 || name == zone {
-			conflicts = len(sets[i].rrs)
+			conflicts = len(sets[i].RRs)
 			sets = slices.Delete(sets, i, i+1)
-		} else if len(sets[i].rrs) > 1 {
+		} else if len(sets[i].RRs) > 1 {
 			// Two objects point one name at different targets: keep the first in order.
-			conflicts = len(sets[i].rrs) - 1
-			sets[i].rrs = sets[i].rrs[:1]
+			conflicts = len(sets[i].RRs) - 1
+			sets[i].RRs = sets[i].RRs[:1]
 		}
 		if conflicts > 0 && b.conflict[name] == 0 {
 			log.Warningf("CNAME at %s skipped: other data or another CNAME at the same name", name)
@@ -587,7 +588,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 	}
 	b.count(name, skipped, conflicts)
 
-	sets = slices.DeleteFunc(sets, func(s merged) bool { return len(s.rrs) == 0 && len(s.addrs) == 0 })
+	sets = slices.DeleteFunc(sets, func(s tree.Merged) bool { return len(s.RRs) == 0 && len(s.Addrs) == 0 })
 	if had := len(sets); had > 0 {
 		if sets = b.refuseOversized(name, sets, kept); len(sets) == 0 {
 			// Nothing left to serve: the name does not exist, as where
@@ -597,12 +598,12 @@ func (b *builder) merge(name, zone string) (*node, string) {
 	} else {
 		b.refuseOversized(name, nil, nil)
 	}
-	slices.SortFunc(sets, func(x, y merged) int { return cmp.Compare(x.rtype, y.rtype) })
+	slices.SortFunc(sets, func(x, y tree.Merged) int { return cmp.Compare(x.Type, y.Type) })
 	if unready {
 		h.Withdrawn = withdrawn(name, kept, sets)
 	}
-	n := newNode(h, sets)
-	n.cut = name != zone && n.get(dns.TypeNS) != nil
+	n := tree.NewNode(h, sets)
+	n.Cut = name != zone && n.Get(dns.TypeNS) != nil
 	return n, owner
 }
 
@@ -612,7 +613,7 @@ func (b *builder) merge(name, zone string) (*node, string) {
 // only unready endpoints contribute is withdrawn. It is nil when nothing is
 // withdrawn. The zone's own answers keep every address; only localtargets-
 // and gslb answers read the ready ones (store.Host.Ready).
-func withdrawn(name string, kept []*object, sets []merged) *store.Withdrawn {
+func withdrawn(name string, kept []*object, sets []tree.Merged) *store.Withdrawn {
 	ready := map[netip.Addr]struct{}{}
 	for _, o := range kept {
 		for _, ep := range o.at(name) {
@@ -627,7 +628,7 @@ func withdrawn(name string, kept []*object, sets []merged) *store.Withdrawn {
 	gone := false
 	for _, s := range sets {
 		var out *[]netip.Addr
-		switch s.rtype {
+		switch s.Type {
 		case dns.TypeA:
 			out = &w.ReadyA
 		case dns.TypeAAAA:
@@ -635,7 +636,7 @@ func withdrawn(name string, kept []*object, sets []merged) *store.Withdrawn {
 		default:
 			continue
 		}
-		for _, a := range s.addrs {
+		for _, a := range s.Addrs {
 			if _, ok := ready[a]; ok {
 				*out = append(*out, a)
 			} else {
@@ -657,24 +658,24 @@ const maxMsgSize = dns.MaxMsgSize
 // (see oversized). A set refused now that was not before is logged once,
 // counted in invalid_endpoints_total{reason="size"} and reported to the
 // objects that declare it; nil sets clears what name had.
-func (b *builder) refuseOversized(name string, sets []merged, kept []*object) []merged {
+func (b *builder) refuseOversized(name string, sets []tree.Merged, kept []*object) []tree.Merged {
 	var refused []uint16
-	sets = slices.DeleteFunc(sets, func(s merged) bool {
+	sets = slices.DeleteFunc(sets, func(s tree.Merged) bool {
 		size, too := b.oversized(name, s)
 		if !too {
 			return false
 		}
-		refused = append(refused, s.rtype)
-		if slices.Contains(b.oversize[name], s.rtype) {
+		refused = append(refused, s.Type)
+		if slices.Contains(b.oversize[name], s.Type) {
 			return true
 		}
 		msg := fmt.Sprintf("the %s RRset at %s needs %d octets with its question and the SOA, more than the %d a DNS message holds: refused, as BIND and Knot refuse it",
-			dns.TypeToString[s.rtype], name, size, maxMsgSize)
+			dns.TypeToString[s.Type], name, size, maxMsgSize)
 		log.Warning(msg)
 		invalidEndpoints.WithLabelValues(reasonSize).Inc()
 		if b.report != nil {
 			for _, o := range kept {
-				if slices.ContainsFunc(o.at(name), func(e rrEndpoint) bool { return e.rtype == s.rtype }) {
+				if slices.ContainsFunc(o.at(name), func(e rrEndpoint) bool { return e.rtype == s.Type }) {
 					b.report(o, "InvalidEndpoint", msg)
 				}
 			}
@@ -696,10 +697,10 @@ func (b *builder) refuseOversized(name string, sets []merged, kept []*object) []
 // neither over TCP (a truncated answer without it) nor by transfer (a
 // message that fails to pack). An upper bound is computed first, names
 // uncompressed except the owner; only a set near the limit is packed.
-func (b *builder) oversized(name string, s merged) (int, bool) {
+func (b *builder) oversized(name string, s tree.Merged) (int, bool) {
 	var soa dns.RR
-	if zd := b.snap.Load().zones[plugin.Zones(b.cfg.zones).Matches(name)]; zd != nil && len(zd.soa) > 0 {
-		soa = zd.soa[0]
+	if zd := b.snap.Load().Zones[plugin.Zones(b.cfg.zones).Matches(name)]; zd != nil && len(zd.SOA) > 0 {
+		soa = zd.SOA[0]
 	}
 	nameLen := len(name) + 1 // wire form of a fully qualified name
 	if name == "." {
@@ -710,28 +711,28 @@ func (b *builder) oversized(name string, s merged) (int, bool) {
 		fixed += dns.Len(soa)
 	}
 	size := fixed
-	switch s.rtype {
+	switch s.Type {
 	case dns.TypeA:
-		size += len(s.addrs) * (2 + 10 + net4Len)
+		size += len(s.Addrs) * (2 + 10 + net4Len)
 	case dns.TypeAAAA:
-		size += len(s.addrs) * (2 + 10 + net6Len)
+		size += len(s.Addrs) * (2 + 10 + net6Len)
 	}
-	for _, rr := range s.rrs {
+	for _, rr := range s.RRs {
 		size += dns.Len(rr) - nameLen + 2 // the owner as a compression pointer
 	}
-	if size <= maxMsgSize || len(s.addrs) > 0 {
+	if size <= maxMsgSize || len(s.Addrs) > 0 {
 		return size, size > maxMsgSize
 	}
 	// Near the limit: names in RDATA may compress further. A single RR's
 	// RDATA over 65,535 octets fits in no message however it is packed.
-	for _, rr := range s.rrs {
+	for _, rr := range s.RRs {
 		if dns.Len(rr)-nameLen-10 > maxMsgSize {
 			return size, true
 		}
 	}
 	m := new(dns.Msg)
-	m.SetQuestion(name, s.rtype)
-	m.Answer = s.rrs
+	m.SetQuestion(name, s.Type)
+	m.Answer = s.RRs
 	if soa != nil {
 		m.Ns = []dns.RR{soa}
 	}
@@ -771,7 +772,7 @@ func (b *builder) count(name string, skipped, conflicts int) {
 
 // zone builds the zone data: SOA with the serial derived from the data
 // (serial), and the apex NS RRset. old is the zone's data before, nil at start.
-func (b *builder) zone(origin string, apex *node, records, cuts int, old *zoneData) *zoneData {
+func (b *builder) zone(origin string, apex *tree.Node, records, cuts int, old *tree.Zone) *tree.Zone {
 	serial := b.serial(origin, old)
 	c := b.cfg
 	mname := c.mname
@@ -789,11 +790,11 @@ func (b *builder) zone(origin string, apex *node, records, cuts int, old *zoneDa
 	}
 	neg := dns.Copy(soa)
 	neg.Header().Ttl = min(c.ttl, c.negTTL)
-	zd := &zoneData{origin: origin, serial: serial, soa: []dns.RR{soa}, negSOA: []dns.RR{neg}, records: records, cuts: cuts}
-	if apex != nil && len(apex.get(dns.TypeNS)) > 0 {
-		zd.ns = apex.get(dns.TypeNS)
+	zd := &tree.Zone{Origin: origin, Serial: serial, SOA: []dns.RR{soa}, NegSOA: []dns.RR{neg}, Records: records, Cuts: cuts}
+	if apex != nil && len(apex.Get(dns.TypeNS)) > 0 {
+		zd.NS = apex.Get(dns.TypeNS)
 	} else {
-		zd.ns = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: c.ttl}, Ns: mname}}
+		zd.NS = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: c.ttl}, Ns: mname}}
 	}
 	return zd
 }

@@ -96,8 +96,8 @@ func fuzzServer(tb testing.TB) *K8sCRD {
 			return
 		}
 		// Wait for the builder to publish the manifests (it coalesces over a short delay).
-		testkit.Within(5*time.Second, func() bool { return k.snap.Load().get("www.example.org.") != nil })
-		if k.snap.Load().get("*.wild.example.org.") == nil {
+		testkit.Within(5*time.Second, func() bool { return k.snap.Load().Get("www.example.org.") != nil })
+		if k.snap.Load().Get("*.wild.example.org.") == nil {
 			fuzzErr = errors.New("fuzz manifests not loaded")
 			return
 		}

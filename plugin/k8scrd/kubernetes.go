@@ -3,12 +3,12 @@ package k8scrd
 import (
 	"context"
 	"fmt"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/kube"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"

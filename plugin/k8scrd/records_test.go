@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 	"sigs.k8s.io/external-dns/endpoint"
 )
@@ -103,9 +104,9 @@ func records(e *rrEndpoint) []dns.RR {
 	hdr := dns.RR_Header{Name: e.name, Rrtype: e.rtype, Class: dns.ClassINET, Ttl: e.ttl}
 	switch e.rtype {
 	case dns.TypeA:
-		return aRecords(hdr, e.addrs)
+		return tree.ARecords(hdr, e.addrs)
 	case dns.TypeAAAA:
-		return aaaaRecords(hdr, e.addrs)
+		return tree.AAAARecords(hdr, e.addrs)
 	}
 	return e.rrs
 }

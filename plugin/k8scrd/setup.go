@@ -309,14 +309,14 @@ func (k *K8sCRD) start() error {
 	}
 	deadline := time.NewTimer(k.cfg.startupWait)
 	defer deadline.Stop()
-	for waiting := true; waiting && !k.snap.Load().synced; {
+	for waiting := true; waiting && !k.snap.Load().Synced; {
 		select {
 		case <-changed:
 		case <-deadline.C:
 			waiting = false
 		}
 	}
-	if !k.snap.Load().synced {
+	if !k.snap.Load().Synced {
 		log.Warningf("Starting without a first sync after %s: answering SERVFAIL for %v until it completes", k.cfg.startupWait, k.Zones)
 	}
 	k.started.Store(true)

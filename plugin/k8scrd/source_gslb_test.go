@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 
 	corev1 "k8s.io/api/core/v1"
@@ -374,7 +375,7 @@ func TestK8gbController(t *testing.T) {
 func TestGslbOwnersHoldBackOperatorRecords(t *testing.T) {
 	cfg := newConfig()
 	cfg.zones = []string{"example.org."}
-	var snap atomic.Pointer[snapshot]
+	var snap atomic.Pointer[tree.Snapshot]
 	b := newBuilder(cfg, &snap)
 	g := newGslbOwners(b)
 	mk := func(name string) *object {

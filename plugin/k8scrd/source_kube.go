@@ -2,8 +2,6 @@ package k8scrd
 
 import (
 	"context"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/kube"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/resolve"
 	"maps"
 	"net/netip"
 	"slices"
@@ -11,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kube"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/resolve"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"

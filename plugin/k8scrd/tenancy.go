@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
 
@@ -183,7 +184,7 @@ func (b *builder) setOwner(name, zone, owner string) (again []string) {
 	} else {
 		b.owner[name] = owner
 	}
-	for p := parent(name); p != "" && len(p) >= len(zone); p = parent(p) {
+	for p := tree.Parent(name); p != "" && len(p) >= len(zone); p = tree.Parent(p) {
 		below := b.ownedBelow[p]
 		if below == nil {
 			below = map[string]int32{}

@@ -11,6 +11,7 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/coredns/coredns/request"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
 
@@ -54,7 +55,7 @@ func TestTransferWholeZoneBetweenSOAs(t *testing.T) {
 
 func TestTransferCurrentSerialIsSOAOnly(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", zoneBody, zoneManifests)
-	serial := k.snap.Load().zones["example.org."].serial
+	serial := k.snap.Load().Zones["example.org."].Serial
 	ch, err := k.Transfer("example.org.", serial)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestTruncatedOverUDPWholeOverTCPAndEDNS0(t *testing.T) {
 
 func TestTransferOrderIsCanonical(t *testing.T) {
 	names := []string{"z.example.org.", "example.org.", "a.z.example.org.", "*.example.org.", "b.example.org.", "yljkjljk.a.example.org.", "a.example.org."}
-	sortCanonical(names)
+	tree.SortCanonical(names)
 	want := []string{"example.org.", "*.example.org.", "a.example.org.", "yljkjljk.a.example.org.", "b.example.org.", "z.example.org.", "a.z.example.org."}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("got  %v\nwant %v", names, want)
