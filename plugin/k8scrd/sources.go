@@ -83,6 +83,16 @@ type declaredHost struct {
 	// ready: a Service behind this host has a ready endpoint. Unready hosts
 	// keep their declaration; their targets leave localtargets- and gslb answers.
 	ready bool
+	// own, when set, are the host's targets in place of the object's: a
+	// route's host admitted by only some of the Gateways it is on.
+	own *hostTargets
+}
+
+// hostTargets are the status addresses (sorted, unique) and status host
+// names (sorted, unique) one host is served with.
+type hostTargets struct {
+	addrs     []netip.Addr
+	hostnames []string
 }
 
 // world is what a derivation reads besides the object itself: the informers'
@@ -141,30 +151,17 @@ func annotatedTTL(annotations map[string]string) (ttl uint32, ok bool, bad strin
 // IPv6 targets, with the status addresses and those resolved of the status
 // host names (resolved may be nil). Unready hosts' endpoints are marked so.
 func (d *declared) object(resolved func(hostname string) []netip.Addr, zones []string, defaultTTL uint32) (*object, []invalid) {
-	addrs := slices.Clone(d.addrs)
-	if resolved != nil {
-		for _, h := range d.hostnames {
-			addrs = append(addrs, resolved(h)...)
-		}
-	}
-	var v4, v6 []string
-	for _, a := range addrs {
-		if a.Is4() || a.Is4In6() {
-			v4 = append(v4, a.Unmap().String())
-		} else {
-			v6 = append(v6, a.String())
-		}
-	}
-	slices.Sort(v4)
-	v4 = slices.Compact(v4)
-	slices.Sort(v6)
-	v6 = slices.Compact(v6)
+	v4, v6 := targets(d.addrs, d.hostnames, resolved)
 	var ttl endpoint.TTL
 	if d.ttlSet {
 		ttl = endpoint.TTL(d.ttl)
 	}
 	eps := make([]*endpoint.Endpoint, 0, 2*len(d.hosts))
 	for _, h := range d.hosts {
+		v4, v6 := v4, v6
+		if h.own != nil {
+			v4, v6 = targets(h.own.addrs, h.own.hostnames, resolved)
+		}
 		eps = append(eps, &endpoint.Endpoint{DNSName: h.name, RecordType: "A", Targets: v4, RecordTTL: ttl, ProviderSpecific: d.props})
 		if len(v6) > 0 {
 			eps = append(eps, &endpoint.Endpoint{DNSName: h.name, RecordType: "AAAA", Targets: v6, RecordTTL: ttl, ProviderSpecific: d.props})
@@ -191,4 +188,27 @@ func (d *declared) object(resolved func(hostname string) []netip.Addr, zones []s
 		e.extra.unready = true
 	}
 	return o, bad
+}
+
+// targets returns addrs and the addresses resolved of hostnames (resolved
+// may be nil) as the targets of A and AAAA endpoints, sorted and unique.
+func targets(addrs []netip.Addr, hostnames []string, resolved func(hostname string) []netip.Addr) (v4, v6 []string) {
+	addrs = slices.Clone(addrs)
+	if resolved != nil {
+		for _, h := range hostnames {
+			addrs = append(addrs, resolved(h)...)
+		}
+	}
+	for _, a := range addrs {
+		if a.Is4() || a.Is4In6() {
+			v4 = append(v4, a.Unmap().String())
+		} else {
+			v6 = append(v6, a.String())
+		}
+	}
+	slices.Sort(v4)
+	v4 = slices.Compact(v4)
+	slices.Sort(v6)
+	v6 = slices.Compact(v6)
+	return v4, v6
 }
