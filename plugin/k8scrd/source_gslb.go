@@ -27,7 +27,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// The Gslb source (DESIGN.md, "Sources"): k8gb's Gslb objects, read
+// The Gslb source (docs/architecture.md, and this plugin's README): k8gb's Gslb objects, read
 // directly, without k8gb's operator. A Gslb names an object (spec.resourceRef,
 // or the Ingress of its own name for spec.ingress); the Gslb declares that
 // object's hosts with its targets, under the Gslb's strategy, healthy by

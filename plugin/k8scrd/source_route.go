@@ -14,7 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// A route's hosts, targets and health (DESIGN.md, "Sources"):
+// A route's hosts, targets and health (docs/architecture.md, and this plugin's README):
 //
 //   - A parent counts when it is a Gateway that exists (and is of a class
 //     `gateway_class` names, when it names any) and the route's

@@ -13,7 +13,7 @@ import (
 
 // The kinds that `resources` names: the sources of the store. DNSEndpoint
 // objects carry records; the others are the cluster's own objects, whose
-// hosts, targets and health k8scrd derives (DESIGN.md, "Sources").
+// hosts, targets and health k8scrd derives (docs/architecture.md, and this plugin's README).
 const (
 	kindDNSEndpoint = "DNSEndpoint"
 	kindIngress     = "Ingress"
