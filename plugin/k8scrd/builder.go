@@ -13,6 +13,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
@@ -20,7 +21,7 @@ import (
 // change is one object event from a source: obj nil means the object is gone.
 type change struct {
 	key      string
-	obj      *object
+	obj      *object.Object
 	received time.Time
 	version  uint64 // of a removal: the deletion's resourceVersion (0 unknown)
 }
@@ -48,13 +49,13 @@ type builder struct {
 	// report, when set, tells an object's owners why some of its endpoints
 	// are not served (Kubernetes Events); prefix is the block's
 	// localtargets- prefix, whose literal records tenancy guards.
-	report func(o *object, reason, message string)
+	report func(o *object.Object, reason, message string)
 	prefix string
 
 	// owned by run
-	objects    map[string]*object
-	byName     map[string]*object          // name -> one object that declares it
-	more       map[string][]*object        // name -> the others, when more than one does (rare)
+	objects    map[string]*object.Object
+	byName     map[string]*object.Object   // name -> one object that declares it
+	more       map[string][]*object.Object // name -> the others, when more than one does (rare)
 	skipped    map[string]int              // tenancy-skipped endpoints per name
 	conflict   map[string]int              // CNAMEs skipped beside other data per name
 	oversize   map[string][]uint16         // name -> the types of its RRsets refused as too large
@@ -76,7 +77,7 @@ func newBuilder(cfg *config, snap *atomic.Pointer[tree.Snapshot]) *builder {
 	b := &builder{
 		cfg: cfg, snap: snap, co: newCoalescer(batchDelay, 0),
 		pending: make(map[string]change),
-		objects: make(map[string]*object), byName: make(map[string]*object), more: make(map[string][]*object),
+		objects: make(map[string]*object.Object), byName: make(map[string]*object.Object), more: make(map[string][]*object.Object),
 		skipped: make(map[string]int), conflict: make(map[string]int), oversize: map[string][]uint16{},
 		refusedAt: map[string]map[string]int{}, owner: map[string]string{}, ownedBelow: map[string]map[string]int32{},
 		prefix:   store.DefaultPrefix,
@@ -97,8 +98,8 @@ func newBuilder(cfg *config, snap *atomic.Pointer[tree.Snapshot]) *builder {
 
 func (b *builder) now() time.Time { return (*b.clock.Load())() }
 
-func (b *builder) upsert(o *object)  { b.queue(change{key: o.key, obj: o, received: b.now()}) }
-func (b *builder) remove(key string) { b.removeAt(key, 0) }
+func (b *builder) upsert(o *object.Object) { b.queue(change{key: o.Key, obj: o, received: b.now()}) }
+func (b *builder) remove(key string)       { b.removeAt(key, 0) }
 
 // removeAt removes the object at key, deleted at version (its deletion's
 // resourceVersion; 0 when unknown).
@@ -167,8 +168,8 @@ func (b *builder) flush() {
 			break // the first listing: its objects changed before we started
 		}
 		applyDelay.Observe(now.Sub(c.received).Seconds())
-		if c.obj != nil && !c.obj.changed.IsZero() {
-			propagationDelay.Observe(max(0, now.Sub(c.obj.changed).Seconds()))
+		if c.obj != nil && !c.obj.Changed.IsZero() {
+			propagationDelay.Observe(max(0, now.Sub(c.obj.Changed).Seconds()))
 		}
 	}
 	for z, zd := range next.Zones {
@@ -210,10 +211,10 @@ func (b *builder) apply(cur *tree.Snapshot, batch map[string]change) *tree.Snaps
 	for key, c := range batch {
 		version := c.version
 		if c.obj != nil {
-			version = c.obj.version
+			version = c.obj.Version
 		}
 		if old := b.objects[key]; old != nil {
-			for name := range old.names {
+			for name := range old.Names {
 				names[name] = true
 				b.undeclare(name, old)
 			}
@@ -222,7 +223,7 @@ func (b *builder) apply(cur *tree.Snapshot, batch map[string]change) *tree.Snaps
 		}
 		if o := c.obj; o != nil {
 			b.objects[key] = o
-			for name := range o.names {
+			for name := range o.Names {
 				names[name] = true
 				b.declare(name, o)
 			}
@@ -254,9 +255,9 @@ func (b *builder) apply(cur *tree.Snapshot, batch map[string]change) *tree.Snaps
 
 // observe notes a change of o (its arrival, replacement or removal) at
 // version in the zones o declares names in, and o's SOA from the data.
-func (b *builder) observe(e *edit, o *object, version uint64) {
+func (b *builder) observe(e *edit, o *object.Object, version uint64) {
 	last := ""
-	for name := range o.names {
+	for name := range o.Names {
 		z := plugin.Zones(b.cfg.zones).Matches(name)
 		if z == "" || z == last {
 			continue
@@ -264,19 +265,19 @@ func (b *builder) observe(e *edit, o *object, version uint64) {
 		last = z
 		b.versions[z] = max(b.versions[z], version)
 	}
-	if o.soa == nil {
+	if o.SOA == nil {
 		return
 	}
-	z := o.soa.Hdr.Name
+	z := o.SOA.Hdr.Name
 	e.touched[z] = true
 	b.versions[z] = max(b.versions[z], version)
-	if b.objects[o.key] == o {
+	if b.objects[o.Key] == o {
 		if b.dataSOA[z] == nil {
 			b.dataSOA[z] = map[string]uint32{}
 		}
-		b.dataSOA[z][o.key] = o.soa.Serial
+		b.dataSOA[z][o.Key] = o.SOA.Serial
 	} else {
-		delete(b.dataSOA[z], o.key)
+		delete(b.dataSOA[z], o.Key)
 	}
 }
 
@@ -322,7 +323,7 @@ func (b *builder) serial(z string, old *tree.Zone) uint32 {
 func serialLess(a, b uint32) bool { return a != b && int32(b-a) > 0 }
 
 // declare notes that o declares name.
-func (b *builder) declare(name string, o *object) {
+func (b *builder) declare(name string, o *object.Object) {
 	if _, ok := b.byName[name]; !ok {
 		b.byName[name] = o
 		return
@@ -331,7 +332,7 @@ func (b *builder) declare(name string, o *object) {
 }
 
 // undeclare forgets that o declares name.
-func (b *builder) undeclare(name string, o *object) {
+func (b *builder) undeclare(name string, o *object.Object) {
 	more := b.more[name]
 	if b.byName[name] == o {
 		if len(more) == 0 {
@@ -340,7 +341,7 @@ func (b *builder) undeclare(name string, o *object) {
 		}
 		b.byName[name], more = more[0], more[1:]
 	} else {
-		more = slices.DeleteFunc(more, func(x *object) bool { return x == o })
+		more = slices.DeleteFunc(more, func(x *object.Object) bool { return x == o })
 	}
 	if len(more) == 0 {
 		delete(b.more, name)
@@ -350,12 +351,12 @@ func (b *builder) undeclare(name string, o *object) {
 }
 
 // declaredBy returns the objects that declare name, in no order.
-func (b *builder) declaredBy(name string) []*object {
+func (b *builder) declaredBy(name string) []*object.Object {
 	first, ok := b.byName[name]
 	if !ok {
 		return nil
 	}
-	return append([]*object{first}, b.more[name]...)
+	return append([]*object.Object{first}, b.more[name]...)
 }
 
 // rebuild recomputes the node at name from every object that declares it,
@@ -451,13 +452,13 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
-	objs := append([]*object{first}, b.more[name]...)
+	objs := append([]*object.Object{first}, b.more[name]...)
 	// Store order: the oldest object first, then namespace/name, then key.
-	slices.SortFunc(objs, func(x, y *object) int {
-		if c := x.created.Compare(y.created); c != 0 {
+	slices.SortFunc(objs, func(x, y *object.Object) int {
+		if c := x.Created.Compare(y.Created); c != 0 {
 			return c
 		}
-		return cmp.Or(cmp.Compare(x.namespace, y.namespace), cmp.Compare(x.name, y.name), cmp.Compare(x.key, y.key))
+		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Key, y.Key))
 	})
 
 	var sets []tree.Merged
@@ -473,36 +474,36 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 		return nil, ""
 	}
 	for _, o := range kept {
-		eps := o.at(name)
-		h.Verbatim = h.Verbatim || o.verbatim
+		eps := o.At(name)
+		h.Verbatim = h.Verbatim || o.Verbatim
 		for i := range eps {
 			ep := &eps[i]
-			j := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == ep.rtype })
+			j := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == ep.Type })
 			if j < 0 {
 				// An endpoint's addresses are sorted and unique already: a
 				// set of one endpoint uses them as they are.
-				sets = append(sets, tree.Merged{Type: ep.rtype, TTL: ep.ttl, Addrs: ep.addrs})
+				sets = append(sets, tree.Merged{Type: ep.Type, TTL: ep.TTL, Addrs: ep.Addrs})
 				owned = append(owned, false)
 				j = len(sets) - 1
-			} else if len(ep.addrs) > 0 {
+			} else if len(ep.Addrs) > 0 {
 				if !owned[j] {
 					sets[j].Addrs = slices.Clone(sets[j].Addrs)
 					owned[j] = true
 				}
-				sets[j].Addrs = append(sets[j].Addrs, ep.addrs...)
+				sets[j].Addrs = append(sets[j].Addrs, ep.Addrs...)
 			}
-			sets[j].TTL = min(sets[j].TTL, ep.ttl)
-			sets[j].RRs = append(sets[j].RRs, ep.rrs...)
-			address := ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA
+			sets[j].TTL = min(sets[j].TTL, ep.TTL)
+			sets[j].RRs = append(sets[j].RRs, ep.RRs...)
+			address := ep.Type == dns.TypeA || ep.Type == dns.TypeAAAA
 			h.AddressDeclared = h.AddressDeclared || address
-			if address && ep.ttlSet && (!h.TTLSet || ep.ttl < h.TTL) {
-				h.TTL, h.TTLSet = ep.ttl, true
+			if address && ep.TTLSet && (!h.TTLSet || ep.TTL < h.TTL) {
+				h.TTL, h.TTLSet = ep.TTL, true
 			}
-			if ep.extra == nil {
+			if ep.Extra == nil {
 				continue
 			}
-			unready = unready || address && ep.extra.unready && len(ep.addrs) > 0
-			for _, p := range ep.extra.props {
+			unready = unready || address && ep.Extra.Unready && len(ep.Addrs) > 0
+			for _, p := range ep.Extra.Props {
 				if _, ok := h.Properties[p.Name]; !ok {
 					if h.Properties == nil {
 						h.Properties = map[string]string{}
@@ -510,7 +511,7 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 					h.Properties[p.Name] = p.Value
 				}
 			}
-			for k, v := range ep.extra.labels {
+			for k, v := range ep.Extra.Labels {
 				if _, ok := h.Labels[k]; !ok {
 					if h.Labels == nil {
 						h.Labels = map[string]string{}
@@ -613,12 +614,12 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 // only unready endpoints contribute is withdrawn. It is nil when nothing is
 // withdrawn. The zone's own answers keep every address; only localtargets-
 // and gslb answers read the ready ones (store.Host.Ready).
-func withdrawn(name string, kept []*object, sets []tree.Merged) *store.Withdrawn {
+func withdrawn(name string, kept []*object.Object, sets []tree.Merged) *store.Withdrawn {
 	ready := map[netip.Addr]struct{}{}
 	for _, o := range kept {
-		for _, ep := range o.at(name) {
-			if (ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA) && (ep.extra == nil || !ep.extra.unready) {
-				for _, a := range ep.addrs {
+		for _, ep := range o.At(name) {
+			if (ep.Type == dns.TypeA || ep.Type == dns.TypeAAAA) && (ep.Extra == nil || !ep.Extra.Unready) {
+				for _, a := range ep.Addrs {
 					ready[a] = struct{}{}
 				}
 			}
@@ -658,7 +659,7 @@ const maxMsgSize = dns.MaxMsgSize
 // (see oversized). A set refused now that was not before is logged once,
 // counted in invalid_endpoints_total{reason="size"} and reported to the
 // objects that declare it; nil sets clears what name had.
-func (b *builder) refuseOversized(name string, sets []tree.Merged, kept []*object) []tree.Merged {
+func (b *builder) refuseOversized(name string, sets []tree.Merged, kept []*object.Object) []tree.Merged {
 	var refused []uint16
 	sets = slices.DeleteFunc(sets, func(s tree.Merged) bool {
 		size, too := b.oversized(name, s)
@@ -672,10 +673,10 @@ func (b *builder) refuseOversized(name string, sets []tree.Merged, kept []*objec
 		msg := fmt.Sprintf("the %s RRset at %s needs %d octets with its question and the SOA, more than the %d a DNS message holds: refused, as BIND and Knot refuse it",
 			dns.TypeToString[s.Type], name, size, maxMsgSize)
 		log.Warning(msg)
-		invalidEndpoints.WithLabelValues(reasonSize).Inc()
+		invalidEndpoints.WithLabelValues(object.ReasonSize).Inc()
 		if b.report != nil {
 			for _, o := range kept {
-				if slices.ContainsFunc(o.at(name), func(e rrEndpoint) bool { return e.rtype == s.Type }) {
+				if slices.ContainsFunc(o.At(name), func(e object.Endpoint) bool { return e.Type == s.Type }) {
 					b.report(o, "InvalidEndpoint", msg)
 				}
 			}
@@ -748,7 +749,7 @@ const (
 
 // compareRR orders an RRset deterministically by RDATA text (address
 // RRsets are ordered as addresses, before they are records).
-func compareRR(x, y dns.RR) int { return cmp.Compare(rdata(x), rdata(y)) }
+func compareRR(x, y dns.RR) int { return cmp.Compare(object.Rdata(x), object.Rdata(y)) }
 
 // count keeps the tenancy and CNAME conflict gauges equal to what the store skips now.
 func (b *builder) count(name string, skipped, conflicts int) {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/fsnotify/fsnotify"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/external-dns/apis/v1alpha1"
@@ -244,26 +245,26 @@ func (d *directory) read(base string) (at time.Time, changed bool) {
 		// Most likely a file caught while being written, or a broken edit:
 		// keep serving what it held at its last good read.
 		log.Errorf("%v; file skipped, serving its previous contents", perr)
-		invalidEndpoints.WithLabelValues(reasonDecode).Inc()
+		invalidEndpoints.WithLabelValues(object.ReasonDecode).Inc()
 		return time.Time{}, false
 	}
 	if perr != nil {
 		log.Errorf("%v; skipped", perr)
-		invalidEndpoints.WithLabelValues(reasonDecode).Inc()
+		invalidEndpoints.WithLabelValues(object.ReasonDecode).Inc()
 	}
 	f := &manifestFile{
 		raw: raw, mtime: st.ModTime(), docs: map[string]string{},
 		sources: p.sources, slices: p.slices, classes: p.classes, gateways: p.gateways,
 	}
 	for _, doc := range p.docs {
-		f.docs[doc.obj.key] = doc.text
-		if old != nil && old.docs[doc.obj.key] == doc.text {
+		f.docs[doc.obj.Key] = doc.text
+		if old != nil && old.docs[doc.obj.Key] == doc.text {
 			continue
 		}
 		for _, bad := range doc.bad {
-			invalidEndpoints.WithLabelValues(bad.reason).Inc()
-			if bad.reason != reasonZone {
-				log.Warningf("%s:%d: %s/%s: %s; skipped", path, doc.line, doc.obj.namespace, doc.obj.name, bad.msg)
+			invalidEndpoints.WithLabelValues(bad.Reason).Inc()
+			if bad.Reason != object.ReasonZone {
+				log.Warningf("%s:%d: %s/%s: %s; skipped", path, doc.line, doc.obj.Namespace, doc.obj.Name, bad.Msg)
 			}
 		}
 		d.b.upsert(doc.obj)
@@ -281,8 +282,8 @@ func (d *directory) read(base string) (at time.Time, changed bool) {
 
 // manifestDoc is one DNSEndpoint read from a file.
 type manifestDoc struct {
-	obj  *object
-	bad  []invalid
+	obj  *object.Object
+	bad  []object.Invalid
 	text string
 	line int
 }
@@ -407,10 +408,10 @@ func parseFile(path string, raw []byte, mtime time.Time, cfg *config) (*parsedFi
 			if created.IsZero() {
 				created = mtime
 			}
-			o, bad := newObject(objectMeta{
-				key: key, namespace: ns, name: ep.Name,
-				created: created, changed: mtime, labels: ep.Labels,
-				version: uint64(max(mtime.Unix(), 0)), soa: true,
+			o, bad := object.New(object.Meta{
+				Key: key, Namespace: ns, Name: ep.Name,
+				Created: created, Changed: mtime, Labels: ep.Labels,
+				Version: uint64(max(mtime.Unix(), 0)), SOA: true,
 			}, ep.Spec.Endpoints, cfg.zones, cfg.ttl)
 			p.docs = append(p.docs, manifestDoc{obj: o, bad: bad, text: string(item), line: doc.line})
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 	"sigs.k8s.io/external-dns/endpoint"
@@ -24,9 +25,9 @@ func serialBuilder(t *testing.T) *builder {
 	return newBuilder(cfg, new(atomic.Pointer[tree.Snapshot]))
 }
 
-func versioned(t *testing.T, key string, version uint64, name, addr string) *object {
+func versioned(t *testing.T, key string, version uint64, name, addr string) *object.Object {
 	t.Helper()
-	o, bad := newObject(objectMeta{key: key, namespace: "ns", name: key, version: version},
+	o, bad := object.New(object.Meta{Key: key, Namespace: "ns", Name: key, Version: version},
 		[]*endpoint.Endpoint{endpoint.NewEndpoint(name, "A", addr)}, []string{"a.example.", "b.example."}, 30)
 	if len(bad) > 0 {
 		t.Fatal(bad)

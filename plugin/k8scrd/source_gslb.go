@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -381,7 +382,7 @@ func gslbDeclared(g *gslbObject, kind string, base *declared) *declared {
 		d.props = append(d.props, endpoint.ProviderSpecificProperty{Name: name, Value: props[name]})
 	}
 	d.ttl, d.ttlSet = 0, false
-	if t := g.Spec.Strategy.DNSTtlSeconds; t > 0 && t <= maxTTL {
+	if t := g.Spec.Strategy.DNSTtlSeconds; t > 0 && t <= object.MaxTTL {
 		d.ttl, d.ttlSet = uint32(t), true
 	}
 	return d
@@ -423,10 +424,10 @@ func gslbStrategyProps(s *gslbStrategy) (map[string]string, []string) {
 		props["gslb/weight"] = strings.Join(ws, ",")
 	}
 	switch t := s.DNSTtlSeconds; {
-	case t > 0 && t <= maxTTL:
+	case t > 0 && t <= object.MaxTTL:
 		props["gslb/ttl"] = strconv.Itoa(t)
-	case t < 0 || t > maxTTL:
-		bad = append(bad, "spec.strategy.dnsTtlSeconds "+strconv.Itoa(t)+": want seconds, 0 to "+strconv.Itoa(maxTTL)+"; the default TTL is used")
+	case t < 0 || t > object.MaxTTL:
+		bad = append(bad, "spec.strategy.dnsTtlSeconds "+strconv.Itoa(t)+": want seconds, 0 to "+strconv.Itoa(object.MaxTTL)+"; the default TTL is used")
 	}
 	return props, bad
 }
@@ -780,7 +781,7 @@ type gslbOwners struct {
 
 type heldEndpoint struct {
 	owner   string
-	obj     *object
+	obj     *object.Object
 	ignored bool
 }
 
@@ -807,24 +808,24 @@ func k8gbController(m *metav1.ObjectMeta) string {
 
 // upsert hands the builder DNSEndpoint o, controlled by the Gslb of uid
 // owner ("" none), unless that Gslb is served.
-func (g *gslbOwners) upsert(o *object, owner string) {
+func (g *gslbOwners) upsert(o *object.Object, owner string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.forget(o.key)
+	g.forget(o.Key)
 	if owner == "" {
 		g.b.upsert(o)
 		return
 	}
 	h := &heldEndpoint{owner: owner, obj: o, ignored: g.uids[owner] > 0}
-	g.held[o.key] = h
+	g.held[o.Key] = h
 	m := g.byUID[owner]
 	if m == nil {
 		m = map[string]struct{}{}
 		g.byUID[owner] = m
 	}
-	m[o.key] = struct{}{}
+	m[o.Key] = struct{}{}
 	if h.ignored {
-		g.b.remove(o.key)
+		g.b.remove(o.Key)
 	} else {
 		g.b.upsert(o)
 	}

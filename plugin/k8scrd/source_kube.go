@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/kube"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/resolve"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -673,11 +674,11 @@ func (c *cluster) sync(key string) {
 		}
 	}
 	o, bad := d.object(resolved, c.cfg.zones, c.cfg.ttl)
-	o.version = c.version(obj, d)
+	o.Version = c.version(obj, d)
 	problems := slices.Clone(d.bad)
 	for _, b := range bad {
-		if b.reason != reasonZone {
-			problems = append(problems, b.msg)
+		if b.Reason != object.ReasonZone {
+			problems = append(problems, b.Msg)
 		}
 	}
 	c.logBad(key, kind, ns, name, problems)
@@ -718,10 +719,10 @@ func (c *cluster) logBad(key, kind, ns, name string, problems []string) {
 	if same || msg == "" {
 		return
 	}
-	invalidEndpoints.WithLabelValues(reasonSource).Add(float64(len(problems)))
+	invalidEndpoints.WithLabelValues(object.ReasonSource).Add(float64(len(problems)))
 	log.Warningf("%s %s/%s: %s; skipped, the rest of it is served", kind, ns, name, msg)
 	if c.b.report != nil {
-		c.b.report(&object{kind: kind, namespace: ns, name: name}, "InvalidEndpoint", msg+"; skipped, the rest of it is served")
+		c.b.report(&object.Object{Kind: kind, Namespace: ns, Name: name}, "InvalidEndpoint", msg+"; skipped, the rest of it is served")
 	}
 }
 
@@ -827,18 +828,18 @@ func routeParents(ns string, refs []gatewayv1.ParentReference) []string {
 }
 
 // objectRef names an object for its Events.
-func objectRef(o *object) kube.Ref {
-	switch o.kind {
+func objectRef(o *object.Object) kube.Ref {
+	switch o.Kind {
 	case kindIngress:
-		return kube.Ref{APIVersion: "networking.k8s.io/v1", Kind: o.kind, Namespace: o.namespace, Name: o.name, UID: o.uid}
+		return kube.Ref{APIVersion: "networking.k8s.io/v1", Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	case kindService:
-		return kube.Ref{APIVersion: "v1", Kind: o.kind, Namespace: o.namespace, Name: o.name, UID: o.uid}
+		return kube.Ref{APIVersion: "v1", Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	case kindHTTPRoute, kindGRPCRoute, kindTLSRoute:
-		return kube.Ref{APIVersion: gatewayv1.GroupVersion.String(), Kind: o.kind, Namespace: o.namespace, Name: o.name, UID: o.uid}
+		return kube.Ref{APIVersion: gatewayv1.GroupVersion.String(), Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	case kindGslb:
-		return kube.Ref{APIVersion: gslbGroup + "/" + gslbVersion, Kind: kindGslb, Namespace: o.namespace, Name: o.name, UID: o.uid}
+		return kube.Ref{APIVersion: gslbGroup + "/" + gslbVersion, Kind: kindGslb, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	case kindGslbLegacy:
-		return kube.Ref{APIVersion: gslbLegacyGroup + "/" + gslbVersion, Kind: kindGslb, Namespace: o.namespace, Name: o.name, UID: o.uid}
+		return kube.Ref{APIVersion: gslbLegacyGroup + "/" + gslbVersion, Kind: kindGslb, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	}
 	return dnsEndpointRef(o)
 }

@@ -741,13 +741,13 @@ func TestDeriveRouteObject(t *testing.T) {
 	if len(bad) != 0 {
 		t.Fatalf("invalid %v", bad)
 	}
-	if o.key != sourceKey(kindHTTPRoute, "web", "www") || o.kind != kindHTTPRoute {
-		t.Errorf("key %q kind %q", o.key, o.kind)
+	if o.Key != sourceKey(kindHTTPRoute, "web", "www") || o.Kind != kindHTTPRoute {
+		t.Errorf("key %q kind %q", o.Key, o.Kind)
 	}
 	for _, name := range []string{"www.example.org.", "*.shop.example.org."} {
 		var got []string
-		for _, e := range o.at(name) {
-			got = append(got, fmt.Sprintf("%s %v unready=%v", dns.TypeToString[e.rtype], e.addrs, e.extra != nil && e.extra.unready))
+		for _, e := range o.At(name) {
+			got = append(got, fmt.Sprintf("%s %v unready=%v", dns.TypeToString[e.Type], e.Addrs, e.Extra != nil && e.Extra.Unready))
 		}
 		want := []string{"A [192.0.2.10] unready=false", "AAAA [2001:db8::10] unready=false"}
 		if !slices.Equal(got, want) {
@@ -758,13 +758,13 @@ func TestDeriveRouteObject(t *testing.T) {
 	// Backends down: the same declaration, its endpoints marked unready.
 	clear(w.readyServices)
 	o, _ = deriveHTTPRoute(r, cfg, w).object(nil, cfg.zones, cfg.ttl)
-	eps := o.at("www.example.org.")
+	eps := o.At("www.example.org.")
 	if len(eps) != 2 {
 		t.Fatalf("backends down: %d endpoints at www.example.org., want the same 2 (A and AAAA)", len(eps))
 	}
 	for _, e := range eps {
-		if e.extra == nil || !e.extra.unready {
-			t.Errorf("%s %s: not marked unready", e.name, dns.TypeToString[e.rtype])
+		if e.Extra == nil || !e.Extra.Unready {
+			t.Errorf("%s %s: not marked unready", e.Name, dns.TypeToString[e.Type])
 		}
 	}
 }
@@ -795,8 +795,8 @@ func TestRouteTargetsPerAdmittingListener(t *testing.T) {
 		"b.example.org.": {"A [192.0.2.20]"},
 	} {
 		var got []string
-		for _, e := range o.at(name) {
-			got = append(got, fmt.Sprintf("%s %v", dns.TypeToString[e.rtype], e.addrs))
+		for _, e := range o.At(name) {
+			got = append(got, fmt.Sprintf("%s %v", dns.TypeToString[e.Type], e.Addrs))
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: %q, want %q", name, got, want)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"sigs.k8s.io/external-dns/endpoint"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -139,8 +140,8 @@ func annotatedTTL(annotations map[string]string) (ttl uint32, ok bool, bad strin
 		return 0, false, ""
 	}
 	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
-	if err != nil || n > maxTTL {
-		return 0, false, "annotation " + annotationTTL + "=" + strconv.Quote(v) + ": want seconds, 0 to " + strconv.Itoa(maxTTL) + "; the default TTL is used"
+	if err != nil || n > object.MaxTTL {
+		return 0, false, "annotation " + annotationTTL + "=" + strconv.Quote(v) + ": want seconds, 0 to " + strconv.Itoa(object.MaxTTL) + "; the default TTL is used"
 	}
 	return uint32(n), true, ""
 }
@@ -150,7 +151,7 @@ func annotatedTTL(annotations map[string]string) (ttl uint32, ok bool, bad strin
 // answers NODATA rather than NXDOMAIN) and an AAAA endpoint when there are
 // IPv6 targets, with the status addresses and those resolved of the status
 // host names (resolved may be nil). Unready hosts' endpoints are marked so.
-func (d *declared) object(resolved func(hostname string) []netip.Addr, zones []string, defaultTTL uint32) (*object, []invalid) {
+func (d *declared) object(resolved func(hostname string) []netip.Addr, zones []string, defaultTTL uint32) (*object.Object, []object.Invalid) {
 	v4, v6 := targets(d.addrs, d.hostnames, resolved)
 	var ttl endpoint.TTL
 	if d.ttlSet {
@@ -167,25 +168,25 @@ func (d *declared) object(resolved func(hostname string) []netip.Addr, zones []s
 			eps = append(eps, &endpoint.Endpoint{DNSName: h.name, RecordType: "AAAA", Targets: v6, RecordTTL: ttl, ProviderSpecific: d.props})
 		}
 	}
-	o, bad := newObject(objectMeta{
-		key: sourceKey(d.kind, d.namespace, d.name), namespace: d.namespace, name: d.name, uid: d.uid,
-		created: d.created, changed: d.changed, labels: d.labels,
+	o, bad := object.New(object.Meta{
+		Key: sourceKey(d.kind, d.namespace, d.name), Namespace: d.namespace, Name: d.name, UID: d.uid,
+		Created: d.created, Changed: d.changed, Labels: d.labels,
 	}, eps, zones, defaultTTL)
-	o.kind = d.kind
-	o.verbatim = false // k8gb's labels mark its operator's DNSEndpoints, never these objects
-	for i := range o.eps {
-		e := &o.eps[i]
-		j, ok := slices.BinarySearchFunc(d.hosts, e.name, func(h declaredHost, name string) int { return strings.Compare(h.name, name) })
+	o.Kind = d.kind
+	o.Verbatim = false // k8gb's labels mark its operator's DNSEndpoints, never these objects
+	for i := range o.Endpoints {
+		e := &o.Endpoints[i]
+		j, ok := slices.BinarySearchFunc(d.hosts, e.Name, func(h declaredHost, name string) int { return strings.Compare(h.name, name) })
 		if !ok || d.hosts[j].ready {
 			continue
 		}
-		if e.extra == nil {
-			e.extra = &endpointExtra{}
+		if e.Extra == nil {
+			e.Extra = &object.EndpointExtra{}
 		} else {
-			x := *e.extra
-			e.extra = &x
+			x := *e.Extra
+			e.Extra = &x
 		}
-		e.extra.unready = true
+		e.Extra.Unready = true
 	}
 	return o, bad
 }

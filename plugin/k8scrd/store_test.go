@@ -13,6 +13,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -101,7 +102,7 @@ func TestCNAMEBesideOtherDataSkippedAndCounted(t *testing.T) {
 }
 
 func TestInvalidEndpointsSkippedRestServed(t *testing.T) {
-	reasons := []string{reasonTarget, reasonType, reasonName, reasonCNAMEs}
+	reasons := []string{object.ReasonTarget, object.ReasonType, object.ReasonName, object.ReasonCNAMEs}
 	before := map[string]float64{}
 	for _, r := range reasons {
 		before[r] = testutil.ToFloat64(invalidEndpoints.WithLabelValues(r))
@@ -126,7 +127,7 @@ func TestInvalidEndpointsSkippedRestServed(t *testing.T) {
 		{Qname: "v6.example.org.", Qtype: dns.TypeA, Authoritative: true, Rcode: dns.RcodeNameError, Ns: []dns.RR{negSOA}},
 		{Qname: "srv.example.org.", Qtype: dns.TypeSRV, Authoritative: true, Rcode: dns.RcodeNameError, Ns: []dns.RR{negSOA}},
 	})
-	want := map[string]float64{reasonTarget: 4, reasonType: 1, reasonName: 1, reasonCNAMEs: 1}
+	want := map[string]float64{object.ReasonTarget: 4, object.ReasonType: 1, object.ReasonName: 1, object.ReasonCNAMEs: 1}
 	for _, r := range reasons {
 		if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(r)) - before[r]; d != want[r] {
 			t.Errorf("invalid endpoints, reason %s: %v, want %v", r, d, want[r])
@@ -190,7 +191,7 @@ func TestStoreReaderForOtherPlugins(t *testing.T) {
 func TestBurstOfEventsCoalescedIntoFewSwaps(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", zoneBody, nil)
 	cfg := k.cfg
-	objs := make([]*object, 1000)
+	objs := make([]*object.Object, 1000)
 	for i := range objs {
 		objs[i] = benchObject(cfg, i, 1, "192.0.2.1")
 	}
