@@ -70,4 +70,11 @@ var (
 		Help:      "Time from an object event reaching the plugin to its first servable answer.",
 		Buckets:   []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1},
 	})
+
+	gslbIgnoredEndpoints = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "k8scrd",
+		Name:      "gslb_ignored_dnsendpoints",
+		Help:      "DNSEndpoints written by k8gb's operator ignored now because the Gslb that controls them is served (resources Gslb).",
+	})
 )
