@@ -91,25 +91,15 @@ func (s *fileSource) derive(cfg *config, w *dirWorld) *declared {
 	if !cfg.serves(s.kind) && !isGslbKind(s.kind) {
 		return nil
 	}
-	switch o := s.obj.(type) {
-	case *gslbObject:
-		d, out := deriveGslb(o, s.kind, cfg, w)
+	if g, ok := s.obj.(*gslbObject); ok {
+		d, out := deriveGslb(g, s.kind, cfg, w)
 		if out.note != "" {
 			w.noted = append(w.noted, s.key+"\x00"+out.note)
 		}
 		return d
-	case *networkingv1.Ingress:
-		return deriveIngress(o, cfg, w)
-	case *corev1.Service:
-		return deriveService(o, cfg, w)
-	case *gatewayv1.HTTPRoute:
-		return deriveHTTPRoute(o, cfg, w)
-	case *gatewayv1.GRPCRoute:
-		return deriveGRPCRoute(o, cfg, w)
-	case *gatewayv1.TLSRoute:
-		return deriveTLSRoute(o, cfg, w)
 	}
-	return nil
+	d, _ := derive(s.kind, s.obj, cfg, w)
+	return d
 }
 
 // fileSlice is what the directory keeps of an EndpointSlice, as the

@@ -153,7 +153,8 @@ func deriveGslb(g *gslbObject, kind string, cfg *config, w gslbWorld) (*declared
 	var parents []gatewayv1.ParentReference
 	switch o := refObject.(type) {
 	case *networkingv1.Ingress:
-		base, hostSvcs = deriveIngress(o, &rcfg, w), ingressHostServices(o, cfg.zones)
+		base, _ = derive(kindIngress, o, &rcfg, w)
+		hostSvcs = ingressHostServices(o, cfg.zones)
 	case *corev1.Service:
 		if hostname != "" {
 			// k8gb takes a Service's host from the Gslb.
@@ -163,14 +164,10 @@ func deriveGslb(g *gslbObject, kind string, cfg *config, w gslbWorld) (*declared
 			}
 			o.Annotations[annotationHostname] = hostname
 		}
-		base = deriveService(o, &rcfg, w)
+		base, _ = derive(kindService, o, &rcfg, w)
 		hostSvcs = map[string][]string{"": {o.Namespace + "/" + o.Name}}
-	case *gatewayv1.HTTPRoute:
-		base, parents = deriveHTTPRoute(o, &rcfg, w), o.Spec.ParentRefs
-	case *gatewayv1.GRPCRoute:
-		base, parents = deriveGRPCRoute(o, &rcfg, w), o.Spec.ParentRefs
-	case *gatewayv1.TLSRoute:
-		base, parents = deriveTLSRoute(o, &rcfg, w), o.Spec.ParentRefs
+	case *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute, *gatewayv1.TLSRoute:
+		base, parents = derive(refKind, o, &rcfg, w)
 	case *gatewayv1.TCPRoute:
 		v := routeView{kind: kindTCPRoute, meta: &o.ObjectMeta, parentRefs: o.Spec.ParentRefs, parents: o.Status.Parents,
 			protocols: []gatewayv1.ProtocolType{gatewayv1.TCPProtocolType}}

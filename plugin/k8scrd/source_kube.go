@@ -617,19 +617,12 @@ func (c *cluster) sync(key string) {
 	var d *declared
 	var parents []string // a route's Gateways, read even when they do not accept it (yet)
 	obj := w.get(ns, name)
-	switch o := obj.(type) {
-	case *networkingv1.Ingress:
-		d = deriveIngress(o, c.cfg, c)
-	case *corev1.Service:
-		d = deriveService(o, c.cfg, c)
-	case *gatewayv1.HTTPRoute:
-		d, parents = deriveHTTPRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
-	case *gatewayv1.GRPCRoute:
-		d, parents = deriveGRPCRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
-	case *gatewayv1.TLSRoute:
-		d, parents = deriveTLSRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
-	case *gslbObject:
+	if _, ok := obj.(*gslbObject); ok {
 		d, parents = c.deriveGslbAt(key, kind, ns, name)
+	} else {
+		var refs []gatewayv1.ParentReference
+		d, refs = derive(kind, obj, c.cfg, c)
+		parents = routeParents(ns, refs)
 	}
 	if d == nil {
 		c.use(key, parents)
