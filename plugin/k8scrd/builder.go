@@ -445,26 +445,13 @@ func countRRs(n *tree.Node) int {
 // objects, a deterministic order, one TTL per RRset (the smallest, RFC 2181
 // §5.2), tenancy applied, a CNAME beside other data skipped.
 func (b *builder) merge(name, zone string) (*tree.Node, string) {
-	first, ok := b.byName[name]
-	if !ok {
+	objs := b.declaring(name)
+	if len(objs) == 0 {
 		b.count(name, 0, 0)
 		b.refuse(name, nil)
 		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
-	objs := append([]*object.Object{first}, b.more[name]...)
-	// Store order: the oldest object first, then namespace/name, then key.
-	slices.SortFunc(objs, func(x, y *object.Object) int {
-		if c := x.Created.Compare(y.Created); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Key, y.Key))
-	})
-
-	var sets []tree.Merged
-	var owned []bool // sets[i].addrs is the builder's own, not one endpoint's
-	unready := false // an unready source object contributes addresses here
-	h := store.Host{Name: name}
 	kept, owner, refused := b.admit(name, objs)
 	if len(kept) == 0 {
 		// Nobody may publish here: the name does not exist (NXDOMAIN, or
@@ -473,6 +460,66 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
+	sets, owned, h, unready := b.mergeRRsets(name, kept)
+
+	sets, owned, refused, ok := b.refuseCovering(name, zone, owner, kept, sets, owned, refused)
+	if !ok {
+		// A refused wildcard does not exist: it synthesizes nothing.
+		b.count(name, b.refuse(name, refused), 0)
+		b.refuseOversized(name, nil, nil)
+		return nil, owner
+	}
+	skipped := b.refuse(name, refused)
+
+	canonicalRRsets(sets, owned)
+	sets, conflicts := cnameAlone(name, zone, sets)
+	if conflicts > 0 && b.conflict[name] == 0 {
+		log.Warningf("CNAME at %s skipped: other data or another CNAME at the same name", name)
+	}
+	b.count(name, skipped, conflicts)
+
+	sets = slices.DeleteFunc(sets, func(s tree.Merged) bool { return len(s.RRs) == 0 && len(s.Addrs) == 0 })
+	if had := len(sets); had > 0 {
+		if sets = b.refuseOversized(name, sets, kept); len(sets) == 0 {
+			// Nothing left to serve: the name does not exist, as where
+			// BIND and Knot refuse the record.
+			return nil, owner
+		}
+	} else {
+		b.refuseOversized(name, nil, nil)
+	}
+	slices.SortFunc(sets, func(x, y tree.Merged) int { return cmp.Compare(x.Type, y.Type) })
+	if unready {
+		h.Withdrawn = withdrawn(name, kept, sets)
+	}
+	n := tree.NewNode(h, sets)
+	n.Cut = name != zone && n.Get(dns.TypeNS) != nil
+	return n, owner
+}
+
+// declaring returns the objects that declare name, in store order: the
+// oldest object first, then namespace/name, then key.
+func (b *builder) declaring(name string) []*object.Object {
+	first, ok := b.byName[name]
+	if !ok {
+		return nil
+	}
+	objs := append([]*object.Object{first}, b.more[name]...)
+	slices.SortFunc(objs, func(x, y *object.Object) int {
+		if c := x.Created.Compare(y.Created); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Key, y.Key))
+	})
+	return objs
+}
+
+// mergeRRsets merges the endpoints the kept objects have at name into one
+// set per type (owned[i]: sets[i].Addrs is the builder's own copy, not one
+// endpoint's) and into the name's store.Host; unready is true when an
+// unready object contributes addresses.
+func (b *builder) mergeRRsets(name string, kept []*object.Object) (sets []tree.Merged, owned []bool, h store.Host, unready bool) {
+	h = store.Host{Name: name}
 	for _, o := range kept {
 		eps := o.At(name)
 		h.Verbatim = h.Verbatim || o.Verbatim
@@ -494,70 +541,82 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 			}
 			sets[j].TTL = min(sets[j].TTL, ep.TTL)
 			sets[j].RRs = append(sets[j].RRs, ep.RRs...)
-			address := ep.Type == dns.TypeA || ep.Type == dns.TypeAAAA
-			h.AddressDeclared = h.AddressDeclared || address
-			if address && ep.TTLSet && (!h.TTLSet || ep.TTL < h.TTL) {
-				h.TTL, h.TTLSet = ep.TTL, true
-			}
-			if ep.Extra == nil {
-				continue
-			}
-			unready = unready || address && ep.Extra.Unready && len(ep.Addrs) > 0
-			for _, p := range ep.Extra.Props {
-				if _, ok := h.Properties[p.Name]; !ok {
-					if h.Properties == nil {
-						h.Properties = map[string]string{}
-					}
-					h.Properties[p.Name] = p.Value
-				}
-			}
-			for k, v := range ep.Extra.Labels {
-				if _, ok := h.Labels[k]; !ok {
-					if h.Labels == nil {
-						h.Labels = map[string]string{}
-					}
-					h.Labels[k] = v
-				}
-			}
+			unready = hostView(&h, ep) || unready
 		}
 	}
 	if !h.TTLSet {
 		h.TTL = b.cfg.ttl
 	}
+	return sets, owned, h, unready
+}
 
-	// What a name's owner owns, nobody else may take from above: a
-	// delegation or a wildcard is refused where it would cover a name that
-	// another namespace owns or is granted.
-	if b.cfg.strictish() && name != zone {
-		cover := -1 // the sets refused: -2 all (a wildcard), else the NS set's index
-		if rest, wild := strings.CutPrefix(name, "*."); wild && b.covers(rest, owner) {
-			cover = -2
-		} else if i := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == dns.TypeNS }); i >= 0 && b.covers(name, owner) {
-			cover = i
-		}
-		if cover != -1 {
-			for _, o := range kept {
-				msg := fmt.Sprintf("the delegation at %s would cover names another namespace owns", name)
-				if cover == -2 {
-					msg = fmt.Sprintf("the wildcard %s would cover names another namespace owns", name)
-				}
-				refused = append(refused, refusal{o, refusedCover, msg})
+// hostView adds endpoint ep to the store's view h of its name: whether an
+// address is declared, the lowest TTL an address endpoint sets, the first
+// value of each property and label. It reports whether ep is an unready
+// object's addresses.
+func hostView(h *store.Host, ep *object.Endpoint) (unready bool) {
+	address := ep.Type == dns.TypeA || ep.Type == dns.TypeAAAA
+	h.AddressDeclared = h.AddressDeclared || address
+	if address && ep.TTLSet && (!h.TTLSet || ep.TTL < h.TTL) {
+		h.TTL, h.TTLSet = ep.TTL, true
+	}
+	if ep.Extra == nil {
+		return false
+	}
+	for _, p := range ep.Extra.Props {
+		if _, ok := h.Properties[p.Name]; !ok {
+			if h.Properties == nil {
+				h.Properties = map[string]string{}
 			}
-			if cover == -2 {
-				// A refused wildcard does not exist: it synthesizes nothing.
-				b.count(name, b.refuse(name, refused), 0)
-				b.refuseOversized(name, nil, nil)
-				return nil, owner
-			} else {
-				sets, owned = slices.Delete(sets, cover, cover+1), slices.Delete(owned, cover, cover+1)
-			}
+			h.Properties[p.Name] = p.Value
 		}
 	}
-	skipped := b.refuse(name, refused)
+	for k, v := range ep.Extra.Labels {
+		if _, ok := h.Labels[k]; !ok {
+			if h.Labels == nil {
+				h.Labels = map[string]string{}
+			}
+			h.Labels[k] = v
+		}
+	}
+	return address && ep.Extra.Unready && len(ep.Addrs) > 0
+}
 
-	conflicts := 0
+// refuseCovering is tenancy's admission of what covers others' names: what
+// a name's owner owns, nobody else may take from above, so a delegation or
+// a wildcard is refused where it would cover a name that another namespace
+// owns or is granted. A refused delegation leaves the name's other sets; a
+// refused wildcard leaves nothing (ok false).
+func (b *builder) refuseCovering(name, zone, owner string, kept []*object.Object, sets []tree.Merged, owned []bool, refused []refusal) ([]tree.Merged, []bool, []refusal, bool) {
+	if !b.cfg.strictish() || name == zone {
+		return sets, owned, refused, true
+	}
+	cover := -1 // the sets refused: -2 all (a wildcard), else the NS set's index
+	if rest, wild := strings.CutPrefix(name, "*."); wild && b.covers(rest, owner) {
+		cover = -2
+	} else if i := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == dns.TypeNS }); i >= 0 && b.covers(name, owner) {
+		cover = i
+	}
+	if cover == -1 {
+		return sets, owned, refused, true
+	}
+	for _, o := range kept {
+		msg := fmt.Sprintf("the delegation at %s would cover names another namespace owns", name)
+		if cover == -2 {
+			msg = fmt.Sprintf("the wildcard %s would cover names another namespace owns", name)
+		}
+		refused = append(refused, refusal{o, refusedCover, msg})
+	}
+	if cover == -2 {
+		return nil, nil, refused, false
+	}
+	return slices.Delete(sets, cover, cover+1), slices.Delete(owned, cover, cover+1), refused, true
+}
+
+// canonicalRRsets gives each set a deterministic order without duplicates
+// and one TTL (copying a record only where an endpoint's TTL differs).
+func canonicalRRsets(sets []tree.Merged, owned []bool) {
 	for i := range sets {
-		// Deterministic order, duplicates removed, one TTL (copies only where an endpoint's differs).
 		if owned[i] {
 			slices.SortFunc(sets[i].Addrs, netip.Addr.Compare)
 			sets[i].Addrs = slices.Clip(slices.Compact(sets[i].Addrs))
@@ -573,39 +632,26 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 		}
 		sets[i].RRs = slices.Clip(rrs)
 	}
-	if i := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == dns.TypeCNAME }); i >= 0 && len(sets[i].RRs) > 0 {
-		// RFC 1034 §3.6.2: a CNAME has no other data beside it. The other data wins.
-		if len(sets) > 1 || name == zone {
-			conflicts = len(sets[i].RRs)
-			sets = slices.Delete(sets, i, i+1)
-		} else if len(sets[i].RRs) > 1 {
-			// Two objects point one name at different targets: keep the first in order.
-			conflicts = len(sets[i].RRs) - 1
-			sets[i].RRs = sets[i].RRs[:1]
-		}
-		if conflicts > 0 && b.conflict[name] == 0 {
-			log.Warningf("CNAME at %s skipped: other data or another CNAME at the same name", name)
-		}
-	}
-	b.count(name, skipped, conflicts)
+}
 
-	sets = slices.DeleteFunc(sets, func(s tree.Merged) bool { return len(s.RRs) == 0 && len(s.Addrs) == 0 })
-	if had := len(sets); had > 0 {
-		if sets = b.refuseOversized(name, sets, kept); len(sets) == 0 {
-			// Nothing left to serve: the name does not exist, as where
-			// BIND and Knot refuse the record.
-			return nil, owner
-		}
-	} else {
-		b.refuseOversized(name, nil, nil)
+// cnameAlone enforces RFC 1034 §3.6.2, a CNAME has no other data beside it:
+// the other data wins, and of two CNAMEs the first in store order. It
+// returns the sets kept and the CNAME records skipped.
+func cnameAlone(name, zone string, sets []tree.Merged) ([]tree.Merged, int) {
+	i := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == dns.TypeCNAME })
+	if i < 0 || len(sets[i].RRs) == 0 {
+		return sets, 0
 	}
-	slices.SortFunc(sets, func(x, y tree.Merged) int { return cmp.Compare(x.Type, y.Type) })
-	if unready {
-		h.Withdrawn = withdrawn(name, kept, sets)
+	conflicts := 0
+	if len(sets) > 1 || name == zone {
+		conflicts = len(sets[i].RRs)
+		sets = slices.Delete(sets, i, i+1)
+	} else if len(sets[i].RRs) > 1 {
+		// Two objects point one name at different targets: keep the first in order.
+		conflicts = len(sets[i].RRs) - 1
+		sets[i].RRs = sets[i].RRs[:1]
 	}
-	n := tree.NewNode(h, sets)
-	n.Cut = name != zone && n.Get(dns.TypeNS) != nil
-	return n, owner
+	return sets, conflicts
 }
 
 // withdrawn returns what source health leaves of the address sets at name
