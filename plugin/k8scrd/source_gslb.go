@@ -67,125 +67,23 @@ func deriveGslb(g *gslbObject, kind string, cfg *config, w gslbWorld) (*declared
 	rcfg := *cfg
 	rcfg.ingressClasses, rcfg.gatewayClasses = nil, nil
 
-	ref := &g.Spec.ResourceRef
-	var (
-		base      *declared
-		hostSvcs  map[string][]string // host -> its Services ("namespace/name"), for serviceHealthPolicy All
-		refNS     = g.Namespace
-		refKind   = ref.Kind
-		refObject any
-	)
-	if ref.empty() {
+	refKind, refObject := kindIngress, any(nil)
+	if g.Spec.ResourceRef.empty() {
 		// spec.ingress: k8gb's operator creates an Ingress of the Gslb's
 		// name from it; without the operator the user does.
-		refKind = kindIngress
 		out.uses = []string{depRef + kindIngress + ":" + g.Namespace + "/" + g.Name}
-		refObject = w.object(kindIngress, g.Namespace, g.Name)
-		if refObject == nil {
-			if len(g.Spec.Ingress.Rules) == 0 {
-				out.note = "neither spec.resourceRef nor spec.ingress names a host"
-				return nil, out
-			}
-			out.note = "the Ingress " + g.Namespace + "/" + g.Name + " that spec.ingress describes does not exist; k8gb's operator created it, without the operator create it yourself (docs/replace-k8gb.md); its hosts are declared without targets here"
-			d := gslbDeclared(g, kind, nil)
-			for _, r := range g.Spec.Ingress.Rules {
-				if name, ok := lbHostInZones(r.Host, cfg.zones); ok {
-					d.hosts = append(d.hosts, declaredHost{name: name})
-				}
-			}
-			if len(d.hosts) == 0 {
-				return nil, out
-			}
-			d.hosts = lbSortHosts(d.hosts)
-			return d, out
+		if refObject = w.object(kindIngress, g.Namespace, g.Name); refObject == nil {
+			return gslbIngressAbsent(g, kind, cfg, &out), out
 		}
 	} else {
-		group, ok := gslbRefKinds[ref.Kind]
-		if !ok {
-			if ref.Kind == kindVirtualService {
-				out.note = "spec.resourceRef names an Istio VirtualService, which k8scrd does not serve; reference the Service of its gateway or an Ingress instead"
-			} else {
-				out.note = "spec.resourceRef kind " + strconv.Quote(ref.Kind) + " is not one k8scrd serves (Ingress, Service, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute)"
-			}
-			return nil, out
-		}
-		if gv, err := schema.ParseGroupVersion(ref.APIVersion); ref.APIVersion != "" && (err != nil || gv.Group != group) {
-			out.note = "spec.resourceRef apiVersion " + strconv.Quote(ref.APIVersion) + " is not of group " + strconv.Quote(group) + " for kind " + ref.Kind
-			return nil, out
-		}
-		switch {
-		case ref.Name != "":
-			if ref.Namespace != "" {
-				refNS = ref.Namespace
-			}
-			out.uses = []string{depRef + ref.Kind + ":" + refNS + "/" + ref.Name}
-			refObject = w.object(ref.Kind, refNS, ref.Name)
-			if refObject == nil {
-				out.note = "spec.resourceRef " + ref.Kind + " " + refNS + "/" + ref.Name + " does not exist"
-				return nil, out
-			}
-		case len(ref.MatchLabels) > 0 || len(ref.MatchExpressions) > 0:
-			// k8gb lists in the Gslb's namespace and takes exactly one match.
-			sel, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: ref.MatchLabels, MatchExpressions: ref.MatchExpressions})
-			if err != nil {
-				out.note = "spec.resourceRef label selector: " + err.Error()
-				return nil, out
-			}
-			out.uses = []string{depRefNS + ref.Kind + ":" + g.Namespace}
-			var matched []any
-			for _, o := range w.objects(ref.Kind, g.Namespace) {
-				if m, err := meta.Accessor(o); err == nil && sel.Matches(labels.Set(m.GetLabels())) {
-					matched = append(matched, o)
-				}
-			}
-			if len(matched) != 1 {
-				out.note = "spec.resourceRef selector " + strconv.Quote(sel.String()) + " matches " + strconv.Itoa(len(matched)) + " " + ref.Kind + " objects; k8gb takes exactly one"
-				return nil, out
-			}
-			refObject = matched[0]
-		default:
-			out.note = "spec.resourceRef names neither an object nor a label selector"
+		refKind = g.Spec.ResourceRef.Kind
+		if refObject = gslbReferenced(g, w, &out); refObject == nil {
 			return nil, out
 		}
 	}
 
 	hostname := g.Annotations[annotationK8gbHostname]
-	var parents []gatewayv1.ParentReference
-	switch o := refObject.(type) {
-	case *networkingv1.Ingress:
-		base, _ = derive(kindIngress, o, &rcfg, w)
-		hostSvcs = ingressHostServices(o, cfg.zones)
-	case *corev1.Service:
-		if hostname != "" {
-			// k8gb takes a Service's host from the Gslb.
-			o = o.DeepCopy()
-			if o.Annotations == nil {
-				o.Annotations = map[string]string{}
-			}
-			o.Annotations[annotationHostname] = hostname
-		}
-		base, _ = derive(kindService, o, &rcfg, w)
-		hostSvcs = map[string][]string{"": {o.Namespace + "/" + o.Name}}
-	case *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute, *gatewayv1.TLSRoute:
-		base, parents = derive(refKind, o, &rcfg, w)
-	case *gatewayv1.TCPRoute:
-		v := routeView{kind: kindTCPRoute, meta: &o.ObjectMeta, parentRefs: o.Spec.ParentRefs, parents: o.Status.Parents,
-			protocols: []gatewayv1.ProtocolType{gatewayv1.TCPProtocolType}}
-		for _, r := range o.Spec.Rules {
-			v.backends = append(v.backends, r.BackendRefs...)
-		}
-		base, parents = gslbPortRoute(&v, hostname, &rcfg, w, &out), o.Spec.ParentRefs
-	case *gatewayv1.UDPRoute:
-		v := routeView{kind: kindUDPRoute, meta: &o.ObjectMeta, parentRefs: o.Spec.ParentRefs, parents: o.Status.Parents,
-			protocols: []gatewayv1.ProtocolType{gatewayv1.UDPProtocolType}}
-		for _, r := range o.Spec.Rules {
-			v.backends = append(v.backends, r.BackendRefs...)
-		}
-		base, parents = gslbPortRoute(&v, hostname, &rcfg, w, &out), o.Spec.ParentRefs
-	}
-	if m, err := meta.Accessor(refObject); err == nil {
-		out.uses = append(out.uses, routeParents(m.GetNamespace(), parents)...)
-	}
+	base, hostSvcs := gslbDeriveReferenced(refKind, refObject, hostname, &rcfg, cfg.zones, w, &out)
 	if base == nil {
 		if out.note == "" && refKind == kindService && hostname == "" {
 			out.note = "a Gslb over a Service takes its host from annotation " + annotationK8gbHostname
@@ -201,6 +99,139 @@ func deriveGslb(g *gslbObject, kind string, cfg *config, w gslbWorld) (*declared
 		// A Service's or a route's every host has all its Services.
 		hostSvcs = map[string][]string{"": base.services}
 	}
+	gslbHealth(g, d, hostSvcs, w)
+	for _, b := range base.bad {
+		d.bad = append(d.bad, refKind+" "+base.namespace+"/"+base.name+": "+b)
+	}
+	gslbExposed(g.Annotations, d)
+	return d, out
+}
+
+// gslbIngressAbsent is what a Gslb with spec.ingress declares while the
+// Ingress it describes does not exist: its hosts, without targets.
+func gslbIngressAbsent(g *gslbObject, kind string, cfg *config, out *gslbDerivation) *declared {
+	if len(g.Spec.Ingress.Rules) == 0 {
+		out.note = "neither spec.resourceRef nor spec.ingress names a host"
+		return nil
+	}
+	out.note = "the Ingress " + g.Namespace + "/" + g.Name + " that spec.ingress describes does not exist; k8gb's operator created it, without the operator create it yourself (docs/replace-k8gb.md); its hosts are declared without targets here"
+	d := gslbDeclared(g, kind, nil)
+	for _, r := range g.Spec.Ingress.Rules {
+		if name, ok := lbHostInZones(r.Host, cfg.zones); ok {
+			d.hosts = append(d.hosts, declaredHost{name: name})
+		}
+	}
+	if len(d.hosts) == 0 {
+		return nil
+	}
+	d.hosts = lbSortHosts(d.hosts)
+	return d
+}
+
+// gslbReferenced returns the object spec.resourceRef names (by name, or the
+// one object its label selector matches in the Gslb's namespace, as k8gb
+// takes it); nil, with out.note saying why, when there is none.
+func gslbReferenced(g *gslbObject, w gslbWorld, out *gslbDerivation) any {
+	ref := &g.Spec.ResourceRef
+	refNS := g.Namespace
+	group, ok := gslbRefKinds[ref.Kind]
+	if !ok {
+		if ref.Kind == kindVirtualService {
+			out.note = "spec.resourceRef names an Istio VirtualService, which k8scrd does not serve; reference the Service of its gateway or an Ingress instead"
+		} else {
+			out.note = "spec.resourceRef kind " + strconv.Quote(ref.Kind) + " is not one k8scrd serves (Ingress, Service, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute)"
+		}
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); ref.APIVersion != "" && (err != nil || gv.Group != group) {
+		out.note = "spec.resourceRef apiVersion " + strconv.Quote(ref.APIVersion) + " is not of group " + strconv.Quote(group) + " for kind " + ref.Kind
+		return nil
+	}
+	switch {
+	case ref.Name != "":
+		if ref.Namespace != "" {
+			refNS = ref.Namespace
+		}
+		out.uses = []string{depRef + ref.Kind + ":" + refNS + "/" + ref.Name}
+		obj := w.object(ref.Kind, refNS, ref.Name)
+		if obj == nil {
+			out.note = "spec.resourceRef " + ref.Kind + " " + refNS + "/" + ref.Name + " does not exist"
+			return nil
+		}
+		return obj
+	case len(ref.MatchLabels) > 0 || len(ref.MatchExpressions) > 0:
+		// k8gb lists in the Gslb's namespace and takes exactly one match.
+		sel, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: ref.MatchLabels, MatchExpressions: ref.MatchExpressions})
+		if err != nil {
+			out.note = "spec.resourceRef label selector: " + err.Error()
+			return nil
+		}
+		out.uses = []string{depRefNS + ref.Kind + ":" + g.Namespace}
+		var matched []any
+		for _, o := range w.objects(ref.Kind, g.Namespace) {
+			if m, err := meta.Accessor(o); err == nil && sel.Matches(labels.Set(m.GetLabels())) {
+				matched = append(matched, o)
+			}
+		}
+		if len(matched) != 1 {
+			out.note = "spec.resourceRef selector " + strconv.Quote(sel.String()) + " matches " + strconv.Itoa(len(matched)) + " " + ref.Kind + " objects; k8gb takes exactly one"
+			return nil
+		}
+		return matched[0]
+	default:
+		out.note = "spec.resourceRef names neither an object nor a label selector"
+		return nil
+	}
+}
+
+// gslbDeriveReferenced derives the object a Gslb names through the kinds'
+// table (a Service with the Gslb's host; a TCPRoute or UDPRoute, which carry
+// no host names, with the Gslb's), and returns with it each host's Services
+// ("" for every host) for serviceHealthPolicy All.
+func gslbDeriveReferenced(refKind string, refObject any, hostname string, rcfg *config, zones []string, w gslbWorld, out *gslbDerivation) (base *declared, hostSvcs map[string][]string) {
+	var parents []gatewayv1.ParentReference
+	switch o := refObject.(type) {
+	case *networkingv1.Ingress:
+		base, _ = derive(kindIngress, o, rcfg, w)
+		hostSvcs = ingressHostServices(o, zones)
+	case *corev1.Service:
+		if hostname != "" {
+			// k8gb takes a Service's host from the Gslb.
+			o = o.DeepCopy()
+			if o.Annotations == nil {
+				o.Annotations = map[string]string{}
+			}
+			o.Annotations[annotationHostname] = hostname
+		}
+		base, _ = derive(kindService, o, rcfg, w)
+		hostSvcs = map[string][]string{"": {o.Namespace + "/" + o.Name}}
+	case *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute, *gatewayv1.TLSRoute:
+		base, parents = derive(refKind, o, rcfg, w)
+	case *gatewayv1.TCPRoute:
+		v := routeView{kind: kindTCPRoute, meta: &o.ObjectMeta, parentRefs: o.Spec.ParentRefs, parents: o.Status.Parents,
+			protocols: []gatewayv1.ProtocolType{gatewayv1.TCPProtocolType}}
+		for _, r := range o.Spec.Rules {
+			v.backends = append(v.backends, r.BackendRefs...)
+		}
+		base, parents = gslbPortRoute(&v, hostname, rcfg, w, out), o.Spec.ParentRefs
+	case *gatewayv1.UDPRoute:
+		v := routeView{kind: kindUDPRoute, meta: &o.ObjectMeta, parentRefs: o.Spec.ParentRefs, parents: o.Status.Parents,
+			protocols: []gatewayv1.ProtocolType{gatewayv1.UDPProtocolType}}
+		for _, r := range o.Spec.Rules {
+			v.backends = append(v.backends, r.BackendRefs...)
+		}
+		base, parents = gslbPortRoute(&v, hostname, rcfg, w, out), o.Spec.ParentRefs
+	}
+	if m, err := meta.Accessor(refObject); err == nil {
+		out.uses = append(out.uses, routeParents(m.GetNamespace(), parents)...)
+	}
+	return base, hostSvcs
+}
+
+// gslbHealth applies the Gslb's spec.serviceHealthPolicy to d's hosts:
+// Any (the default) keeps the referenced object's health; All wants every
+// Service of a host to exist and have a ready endpoint.
+func gslbHealth(g *gslbObject, d *declared, hostSvcs map[string][]string, w gslbWorld) {
 	if strings.EqualFold(g.Spec.ServiceHealthPolicy, "All") {
 		// k8gb's All: every Service of the host exists and has a ready
 		// endpoint; a host without Services is not healthy.
@@ -227,11 +258,6 @@ func deriveGslb(g *gslbObject, kind string, cfg *config, w gslbWorld) (*declared
 	} else if p := g.Spec.ServiceHealthPolicy; p != "" && !strings.EqualFold(p, "Any") {
 		d.bad = append(d.bad, "spec.serviceHealthPolicy "+strconv.Quote(p)+": want Any or All; Any is used")
 	}
-	for _, b := range base.bad {
-		d.bad = append(d.bad, refKind+" "+base.namespace+"/"+base.name+": "+b)
-	}
-	gslbExposed(g.Annotations, d)
-	return d, out
 }
 
 // gslbPortRoute derives a TCPRoute or a UDPRoute: its host is the Gslb's
