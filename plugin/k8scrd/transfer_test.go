@@ -3,7 +3,6 @@ package k8scrd
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
@@ -11,7 +10,6 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/coredns/coredns/request"
 	"github.com/fleetdns/fleetdns/internal/testkit"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
 
@@ -112,14 +110,5 @@ func TestTruncatedOverUDPWholeOverTCPAndEDNS0(t *testing.T) {
 	}
 	if r := query("tcp", 0); r.Truncated || len(r.Answer) != 100 {
 		t.Errorf("TCP: TC %v, %d answers; want all 100", r.Truncated, len(r.Answer))
-	}
-}
-
-func TestTransferOrderIsCanonical(t *testing.T) {
-	names := []string{"z.example.org.", "example.org.", "a.z.example.org.", "*.example.org.", "b.example.org.", "yljkjljk.a.example.org.", "a.example.org."}
-	tree.SortCanonical(names)
-	want := []string{"example.org.", "*.example.org.", "a.example.org.", "yljkjljk.a.example.org.", "b.example.org.", "z.example.org.", "a.z.example.org."}
-	if strings.Join(names, " ") != strings.Join(want, " ") {
-		t.Errorf("got  %v\nwant %v", names, want)
 	}
 }
