@@ -25,7 +25,8 @@ import (
 //     listeners the route attaches to (by sectionName and port, of a
 //     protocol of the route's kind, whose allowedRoutes admit it), those
 //     inside the zones.
-//   - Its targets are the counting Gateways' status.addresses.
+//   - A host's targets are the status.addresses of the counting Gateways
+//     whose listeners took that host (not of every Gateway the route is on).
 //   - Every host is ready when a backendRefs Service has a ready endpoint; a
 //     Service in another namespace counts only when a counting parent says
 //     ResolvedRefs=True (its ReferenceGrant let the reference resolve).
