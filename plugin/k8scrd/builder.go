@@ -46,11 +46,11 @@ type builder struct {
 	// store's subscribers hear of it there.
 	published func()
 
-	// report, when set, tells an object's owners why some of its endpoints
+	// reporter, when set, tells an object's owners why some of its endpoints
 	// are not served (Kubernetes Events); prefix is the block's
 	// localtargets- prefix, whose literal records tenancy guards.
-	report func(o *object.Object, reason, message string)
-	prefix string
+	reporter func(o *object.Object, reason, message string)
+	prefix   string
 
 	// owned by run
 	objects    map[string]*object.Object
@@ -69,6 +69,32 @@ type builder struct {
 	versions map[string]uint64
 	dataSOA  map[string]map[string]uint32
 }
+
+// sink is what a feed (the API, the directory) hands its objects to: the
+// builder, which merges, admits (tenancy), refuses what does not fit and
+// publishes snapshots. A feed knows nothing else of it.
+type sink interface {
+	// upsert adds or replaces the object at o.Key.
+	upsert(o *object.Object)
+	// remove and removeAt remove the object at key, deleted at version (its
+	// deletion's resourceVersion; 0 when unknown).
+	remove(key string)
+	removeAt(key string, version uint64)
+	// synced marks the end of the feed's first full listing.
+	synced()
+	// report tells an object's owners why some of its endpoints are not
+	// served; it does nothing until setReporter gives it a way (Events).
+	report(o *object.Object, reason, message string)
+	setReporter(func(o *object.Object, reason, message string))
+}
+
+func (b *builder) report(o *object.Object, reason, message string) {
+	if b.reporter != nil {
+		b.reporter(o, reason, message)
+	}
+}
+
+func (b *builder) setReporter(f func(o *object.Object, reason, message string)) { b.reporter = f }
 
 // batchDelay is how long the builder gathers a burst of events into one snapshot.
 const batchDelay = 20 * time.Millisecond
@@ -720,7 +746,7 @@ func (b *builder) refuseOversized(name string, sets []tree.Merged, kept []*objec
 			dns.TypeToString[s.Type], name, size, maxMsgSize)
 		log.Warning(msg)
 		invalidEndpoints.WithLabelValues(object.ReasonSize).Inc()
-		if b.report != nil {
+		if b.reporter != nil {
 			for _, o := range kept {
 				if slices.ContainsFunc(o.At(name), func(e object.Endpoint) bool { return e.Type == s.Type }) {
 					b.report(o, "InvalidEndpoint", msg)

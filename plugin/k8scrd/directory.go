@@ -33,7 +33,7 @@ const settle = 50 * time.Millisecond
 // folder's objects as the API source does (source_directory.go).
 type directory struct {
 	cfg *config
-	b   *builder
+	b   sink
 	dir string
 
 	w    *fsnotify.Watcher
@@ -58,7 +58,7 @@ type manifestFile struct {
 	gateways []*gatewayv1.Gateway
 }
 
-func newDirectory(cfg *config, b *builder) *directory {
+func newDirectory(cfg *config, b sink) *directory {
 	return &directory{cfg: cfg, b: b, dir: cfg.directory, files: map[string]*manifestFile{}}
 }
 

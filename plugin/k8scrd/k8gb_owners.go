@@ -15,7 +15,7 @@ import (
 // calls for these DNSEndpoints, so that a Gslb served concurrently with
 // its DNSEndpoint's update never lets the DNSEndpoint through.
 type gslbOwners struct {
-	b *builder
+	b sink
 
 	mu     sync.Mutex
 	served map[string]string        // Gslb key -> uid
@@ -30,7 +30,7 @@ type heldEndpoint struct {
 	ignored bool
 }
 
-func newGslbOwners(b *builder) *gslbOwners {
+func newGslbOwners(b sink) *gslbOwners {
 	return &gslbOwners{b: b, served: map[string]string{}, uids: map[string]int{}, held: map[string]*heldEndpoint{}, byUID: map[string]map[string]struct{}{}}
 }
 

@@ -30,7 +30,7 @@ const resource = "dnsendpoints.externaldns.k8s.io"
 // the store keeps serving it, and they catch up when it returns.
 type kubernetes struct {
 	cfg *config
-	b   *builder
+	b   sink
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -45,7 +45,7 @@ type kubernetes struct {
 	lastErr map[string]string // namespace -> last list/watch error logged
 }
 
-func newKubernetes(cfg *config, b *builder) *kubernetes {
+func newKubernetes(cfg *config, b sink) *kubernetes {
 	return &kubernetes{cfg: cfg, b: b, lastErr: map[string]string{}}
 }
 
@@ -106,7 +106,7 @@ func (k *kubernetes) start() error {
 		return fmt.Errorf("kubernetes: %w", err)
 	}
 	k.events = kube.NewEventer(cs.CoreV1())
-	k.b.report = func(o *object.Object, reason, message string) { k.events.Report(objectRef(o), reason, message) }
+	k.b.setReporter(func(o *object.Object, reason, message string) { k.events.Report(objectRef(o), reason, message) })
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()

@@ -44,7 +44,7 @@ import (
 // installed later are served without a restart.
 type cluster struct {
 	cfg *config
-	b   *builder
+	b   sink
 	res hostResolver // nil: status host names are not resolved
 
 	cs  clientset.Interface
@@ -141,7 +141,7 @@ func (w *watched) list() []any {
 	return all
 }
 
-func newCluster(cfg *config, b *builder, rc *rest.Config) (*cluster, error) {
+func newCluster(cfg *config, b sink, rc *rest.Config) (*cluster, error) {
 	cs, err := clientset.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -714,9 +714,7 @@ func (c *cluster) logBad(key, kind, ns, name string, problems []string) {
 	}
 	invalidEndpoints.WithLabelValues(object.ReasonSource).Add(float64(len(problems)))
 	log.Warningf("%s %s/%s: %s; skipped, the rest of it is served", kind, ns, name, msg)
-	if c.b.report != nil {
-		c.b.report(&object.Object{Kind: kind, Namespace: ns, Name: name}, "InvalidEndpoint", msg+"; skipped, the rest of it is served")
-	}
+	c.b.report(&object.Object{Kind: kind, Namespace: ns, Name: name}, "InvalidEndpoint", msg+"; skipped, the rest of it is served")
 }
 
 // use records what the derivation of key read.

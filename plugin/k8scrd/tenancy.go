@@ -222,7 +222,7 @@ func (b *builder) refuse(name string, refused []refusal) (endpoints int) {
 		n := len(r.o.At(name))
 		now[r.reason] += n
 		endpoints += n
-		if b.report != nil {
+		if b.reporter != nil {
 			b.report(r.o, "NameRefused", r.message)
 		}
 	}
