@@ -471,13 +471,17 @@ func countRRs(n *tree.Node) int {
 // objects, a deterministic order, one TTL per RRset (the smallest, RFC 2181
 // §5.2), tenancy applied, a CNAME beside other data skipped.
 func (b *builder) merge(name, zone string) (*tree.Node, string) {
-	objs := b.declaring(name)
-	if len(objs) == 0 {
+	first, ok := b.byName[name]
+	if !ok {
 		b.count(name, 0, 0)
 		b.refuse(name, nil)
 		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
+	// Built here, not in a helper, so that the slice and owned below stay
+	// on the stack: this runs for every name a change touches.
+	objs := append([]*object.Object{first}, b.more[name]...)
+	storeOrder(objs)
 	kept, owner, refused := b.admit(name, objs)
 	if len(kept) == 0 {
 		// Nobody may publish here: the name does not exist (NXDOMAIN, or
@@ -486,9 +490,41 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
-	sets, owned, h, unready := b.mergeRRsets(name, kept)
+	// The RRset merge: one set per type (owned[i]: sets[i].Addrs is the
+	// builder's own copy, not one endpoint's), and the store's view h.
+	var sets []tree.Merged
+	var owned []bool
+	unready := false
+	h := store.Host{Name: name}
+	for _, o := range kept {
+		eps := o.At(name)
+		h.Verbatim = h.Verbatim || o.Verbatim
+		for i := range eps {
+			ep := &eps[i]
+			j := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == ep.Type })
+			if j < 0 {
+				// An endpoint's addresses are sorted and unique already: a
+				// set of one endpoint uses them as they are.
+				sets = append(sets, tree.Merged{Type: ep.Type, TTL: ep.TTL, Addrs: ep.Addrs})
+				owned = append(owned, false)
+				j = len(sets) - 1
+			} else if len(ep.Addrs) > 0 {
+				if !owned[j] {
+					sets[j].Addrs = slices.Clone(sets[j].Addrs)
+					owned[j] = true
+				}
+				sets[j].Addrs = append(sets[j].Addrs, ep.Addrs...)
+			}
+			sets[j].TTL = min(sets[j].TTL, ep.TTL)
+			sets[j].RRs = append(sets[j].RRs, ep.RRs...)
+			unready = hostView(&h, ep) || unready
+		}
+	}
+	if !h.TTLSet {
+		h.TTL = b.cfg.ttl
+	}
 
-	sets, owned, refused, ok := b.refuseCovering(name, zone, owner, kept, sets, owned, refused)
+	sets, owned, refused, ok = b.refuseCovering(name, zone, owner, kept, sets, owned, refused)
 	if !ok {
 		// A refused wildcard does not exist: it synthesizes nothing.
 		b.count(name, b.refuse(name, refused), 0)
@@ -523,57 +559,15 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 	return n, owner
 }
 
-// declaring returns the objects that declare name, in store order: the
-// oldest object first, then namespace/name, then key.
-func (b *builder) declaring(name string) []*object.Object {
-	first, ok := b.byName[name]
-	if !ok {
-		return nil
-	}
-	objs := append([]*object.Object{first}, b.more[name]...)
+// storeOrder sorts the objects at a name in store order: the oldest
+// object first, then namespace/name, then key.
+func storeOrder(objs []*object.Object) {
 	slices.SortFunc(objs, func(x, y *object.Object) int {
 		if c := x.Created.Compare(y.Created); c != 0 {
 			return c
 		}
 		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Key, y.Key))
 	})
-	return objs
-}
-
-// mergeRRsets merges the endpoints the kept objects have at name into one
-// set per type (owned[i]: sets[i].Addrs is the builder's own copy, not one
-// endpoint's) and into the name's store.Host; unready is true when an
-// unready object contributes addresses.
-func (b *builder) mergeRRsets(name string, kept []*object.Object) (sets []tree.Merged, owned []bool, h store.Host, unready bool) {
-	h = store.Host{Name: name}
-	for _, o := range kept {
-		eps := o.At(name)
-		h.Verbatim = h.Verbatim || o.Verbatim
-		for i := range eps {
-			ep := &eps[i]
-			j := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == ep.Type })
-			if j < 0 {
-				// An endpoint's addresses are sorted and unique already: a
-				// set of one endpoint uses them as they are.
-				sets = append(sets, tree.Merged{Type: ep.Type, TTL: ep.TTL, Addrs: ep.Addrs})
-				owned = append(owned, false)
-				j = len(sets) - 1
-			} else if len(ep.Addrs) > 0 {
-				if !owned[j] {
-					sets[j].Addrs = slices.Clone(sets[j].Addrs)
-					owned[j] = true
-				}
-				sets[j].Addrs = append(sets[j].Addrs, ep.Addrs...)
-			}
-			sets[j].TTL = min(sets[j].TTL, ep.TTL)
-			sets[j].RRs = append(sets[j].RRs, ep.RRs...)
-			unready = hostView(&h, ep) || unready
-		}
-	}
-	if !h.TTLSet {
-		h.TTL = b.cfg.ttl
-	}
-	return sets, owned, h, unready
 }
 
 // hostView adds endpoint ep to the store's view h of its name: whether an
