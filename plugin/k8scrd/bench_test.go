@@ -11,6 +11,7 @@ import (
 
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/coredns/coredns/request"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"sigs.k8s.io/external-dns/endpoint"
 )
@@ -25,21 +26,21 @@ func benchPlugin(tb testing.TB, objects, perObject int) *K8sCRD {
 	batch := map[string]change{}
 	for i := range objects {
 		o := benchObject(cfg, i, perObject, "10.0.0.1")
-		batch[o.key] = change{key: o.key, obj: o}
+		batch[o.Key] = change{key: o.Key, obj: o}
 	}
 	s := k.builder.apply(k.snap.Load(), batch)
-	s.synced = true
+	s.Synced = true
 	k.snap.Store(s)
 	return k
 }
 
-func benchObject(cfg *config, i, perObject int, addr string) *object {
+func benchObject(cfg *config, i, perObject int, addr string) *object.Object {
 	eps := make([]*endpoint.Endpoint, perObject)
 	for j := range perObject {
 		eps[j] = endpoint.NewEndpoint(fmt.Sprintf("host%d-%d.team%d.example.org", i, j, i%50), "A", addr)
 	}
-	o, _ := newObject(objectMeta{key: fmt.Sprintf("ns%d/obj%d", i%50, i), namespace: fmt.Sprintf("ns%d", i%50),
-		name: fmt.Sprintf("obj%d", i), created: time.Unix(1700000000, 0)}, eps, cfg.zones, cfg.ttl)
+	o, _ := object.New(object.Meta{Key: fmt.Sprintf("ns%d/obj%d", i%50, i), Namespace: fmt.Sprintf("ns%d", i%50),
+		Name: fmt.Sprintf("obj%d", i), Created: time.Unix(1700000000, 0)}, eps, cfg.zones, cfg.ttl)
 	return o
 }
 
@@ -162,7 +163,7 @@ func BenchmarkLookup(b *testing.B) {
 		b.Run(fmt.Sprintf("names=%d", size), func(b *testing.B) {
 			k := benchPlugin(b, size/100, 100)
 			s := k.snap.Load()
-			z := s.zones["example.org."]
+			z := s.Zones["example.org."]
 			for _, kind := range benchKinds {
 				b.Run(kind.name, func(b *testing.B) {
 					// The names in query order in one string, read in sequence
@@ -187,7 +188,7 @@ func BenchmarkLookup(b *testing.B) {
 						if i++; i == len(off)-1 {
 							i = 0
 						}
-						s.lookup(z, name, kind.qtype)
+						s.Lookup(z, name, kind.qtype)
 					}
 				})
 			}
@@ -223,13 +224,13 @@ func BenchmarkApplySmallChange(b *testing.B) {
 		b.Run(fmt.Sprintf("records=%d", size.objects*size.per), func(b *testing.B) {
 			k := benchPlugin(b, size.objects, size.per)
 			cfg := k.cfg
-			small := [2]*object{benchObject(cfg, size.objects+1, 1, "10.0.0.1"), benchObject(cfg, size.objects+1, 1, "10.0.0.2")}
+			small := [2]*object.Object{benchObject(cfg, size.objects+1, 1, "10.0.0.1"), benchObject(cfg, size.objects+1, 1, "10.0.0.2")}
 			i := 0
 			b.ReportAllocs()
 			for b.Loop() {
 				o := small[i%2]
 				i++
-				s := k.builder.apply(k.snap.Load(), map[string]change{o.key: {key: o.key, obj: o}})
+				s := k.builder.apply(k.snap.Load(), map[string]change{o.Key: {key: o.Key, obj: o}})
 				k.snap.Store(s)
 			}
 		})

@@ -13,13 +13,15 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
 
 // change is one object event from a source: obj nil means the object is gone.
 type change struct {
 	key      string
-	obj      *object
+	obj      *object.Object
 	received time.Time
 	version  uint64 // of a removal: the deletion's resourceVersion (0 unknown)
 }
@@ -29,7 +31,7 @@ type change struct {
 // batchDelay, and publishes one snapshot per batch. Only run touches the indexes.
 type builder struct {
 	cfg   *config
-	snap  *atomic.Pointer[snapshot]
+	snap  *atomic.Pointer[tree.Snapshot]
 	clock atomic.Pointer[func() time.Time] // tests set it; time.Now otherwise
 	co    *coalescer
 
@@ -44,16 +46,16 @@ type builder struct {
 	// store's subscribers hear of it there.
 	published func()
 
-	// report, when set, tells an object's owners why some of its endpoints
+	// reporter, when set, tells an object's owners why some of its endpoints
 	// are not served (Kubernetes Events); prefix is the block's
 	// localtargets- prefix, whose literal records tenancy guards.
-	report func(o *object, reason, message string)
-	prefix string
+	reporter func(o *object.Object, reason, message string)
+	prefix   string
 
 	// owned by run
-	objects    map[string]*object
-	byName     map[string]*object          // name -> one object that declares it
-	more       map[string][]*object        // name -> the others, when more than one does (rare)
+	objects    map[string]*object.Object
+	byName     map[string]*object.Object   // name -> one object that declares it
+	more       map[string][]*object.Object // name -> the others, when more than one does (rare)
 	skipped    map[string]int              // tenancy-skipped endpoints per name
 	conflict   map[string]int              // CNAMEs skipped beside other data per name
 	oversize   map[string][]uint16         // name -> the types of its RRsets refused as too large
@@ -68,14 +70,40 @@ type builder struct {
 	dataSOA  map[string]map[string]uint32
 }
 
+// sink is what a feed (the API, the directory) hands its objects to: the
+// builder, which merges, admits (tenancy), refuses what does not fit and
+// publishes snapshots. A feed knows nothing else of it.
+type sink interface {
+	// upsert adds or replaces the object at o.Key.
+	upsert(o *object.Object)
+	// remove and removeAt remove the object at key, deleted at version (its
+	// deletion's resourceVersion; 0 when unknown).
+	remove(key string)
+	removeAt(key string, version uint64)
+	// synced marks the end of the feed's first full listing.
+	synced()
+	// report tells an object's owners why some of its endpoints are not
+	// served; it does nothing until setReporter gives it a way (Events).
+	report(o *object.Object, reason, message string)
+	setReporter(func(o *object.Object, reason, message string))
+}
+
+func (b *builder) report(o *object.Object, reason, message string) {
+	if b.reporter != nil {
+		b.reporter(o, reason, message)
+	}
+}
+
+func (b *builder) setReporter(f func(o *object.Object, reason, message string)) { b.reporter = f }
+
 // batchDelay is how long the builder gathers a burst of events into one snapshot.
 const batchDelay = 20 * time.Millisecond
 
-func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
+func newBuilder(cfg *config, snap *atomic.Pointer[tree.Snapshot]) *builder {
 	b := &builder{
 		cfg: cfg, snap: snap, co: newCoalescer(batchDelay, 0),
 		pending: make(map[string]change),
-		objects: make(map[string]*object), byName: make(map[string]*object), more: make(map[string][]*object),
+		objects: make(map[string]*object.Object), byName: make(map[string]*object.Object), more: make(map[string][]*object.Object),
 		skipped: make(map[string]int), conflict: make(map[string]int), oversize: map[string][]uint16{},
 		refusedAt: map[string]map[string]int{}, owner: map[string]string{}, ownedBelow: map[string]map[string]int32{},
 		prefix:   store.DefaultPrefix,
@@ -83,12 +111,12 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 	}
 	now := time.Now
 	b.clock.Store(&now)
-	s := &snapshot{zones: make(map[string]*zoneData)}
-	for i := range s.shards {
-		s.shards[i] = map[string]*node{}
+	s := &tree.Snapshot{Zones: make(map[string]*tree.Zone)}
+	for i := range s.Shards {
+		s.Shards[i] = map[string]*tree.Node{}
 	}
 	for _, z := range cfg.zones {
-		s.zones[z] = b.zone(z, nil, 0, 0, nil)
+		s.Zones[z] = b.zone(z, nil, 0, 0, nil)
 	}
 	snap.Store(s)
 	return b
@@ -96,8 +124,8 @@ func newBuilder(cfg *config, snap *atomic.Pointer[snapshot]) *builder {
 
 func (b *builder) now() time.Time { return (*b.clock.Load())() }
 
-func (b *builder) upsert(o *object)  { b.queue(change{key: o.key, obj: o, received: b.now()}) }
-func (b *builder) remove(key string) { b.removeAt(key, 0) }
+func (b *builder) upsert(o *object.Object) { b.queue(change{key: o.Key, obj: o, received: b.now()}) }
+func (b *builder) remove(key string)       { b.removeAt(key, 0) }
 
 // removeAt removes the object at key, deleted at version (its deletion's
 // resourceVersion; 0 when unknown).
@@ -140,17 +168,17 @@ func (b *builder) flush() {
 	b.pending = make(map[string]change, len(batch))
 	b.mu.Unlock()
 	cur := b.snap.Load()
-	if len(batch) == 0 && synced == cur.synced {
+	if len(batch) == 0 && synced == cur.Synced {
 		return
 	}
 	next := b.apply(cur, batch)
-	next.synced = synced
+	next.Synced = synced
 	b.snap.Store(next)
 	b.swaps.Add(1)
-	if b.changed != nil && cur.synced {
+	if b.changed != nil && cur.Synced {
 		var zones []string
-		for z, zd := range next.zones {
-			if zd != cur.zones[z] {
+		for z, zd := range next.Zones {
+			if zd != cur.Zones[z] {
 				zones = append(zones, z)
 			}
 		}
@@ -162,16 +190,16 @@ func (b *builder) flush() {
 	now := b.now()
 	lastSync.Set(float64(now.Unix()))
 	for _, c := range batch {
-		if !cur.synced {
+		if !cur.Synced {
 			break // the first listing: its objects changed before we started
 		}
 		applyDelay.Observe(now.Sub(c.received).Seconds())
-		if c.obj != nil && !c.obj.changed.IsZero() {
-			propagationDelay.Observe(max(0, now.Sub(c.obj.changed).Seconds()))
+		if c.obj != nil && !c.obj.Changed.IsZero() {
+			propagationDelay.Observe(max(0, now.Sub(c.obj.Changed).Seconds()))
 		}
 	}
-	for z, zd := range next.zones {
-		recordsGauge.WithLabelValues(z).Set(float64(zd.records))
+	for z, zd := range next.Zones {
+		recordsGauge.WithLabelValues(z).Set(float64(zd.Records))
 	}
 	// Last: a subscriber woken here (start-up's wait among them) finds the
 	// metrics of the snapshot it reads already set.
@@ -182,37 +210,37 @@ func (b *builder) flush() {
 
 // edit is the copy-on-write state of one batch.
 type edit struct {
-	s       *snapshot
-	copied  [nShards]bool
+	s       *tree.Snapshot
+	copied  [tree.NShards]bool
 	touched map[string]bool // zones changed
 	records map[string]int  // record count deltas per zone
 	cuts    map[string]int  // delegation count deltas per zone
 }
 
-func (e *edit) shard(name string) map[string]*node {
-	i := shardOf(name)
+func (e *edit) shard(name string) map[string]*tree.Node {
+	i := tree.ShardOf(name)
 	if !e.copied[i] {
-		e.s.shards[i] = maps.Clone(e.s.shards[i])
+		e.s.Shards[i] = maps.Clone(e.s.Shards[i])
 		e.copied[i] = true
 	}
-	return e.s.shards[i]
+	return e.s.Shards[i]
 }
 
 // apply builds the snapshot that follows cur after batch. It copies only the
 // shards that hold a changed name (or an ancestor whose count changed).
-func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
+func (b *builder) apply(cur *tree.Snapshot, batch map[string]change) *tree.Snapshot {
 	next := *cur // copies the shard array: nShards pointers
-	next.zones = maps.Clone(cur.zones)
+	next.Zones = maps.Clone(cur.Zones)
 	e := &edit{s: &next, touched: map[string]bool{}, records: map[string]int{}, cuts: map[string]int{}}
 
 	names := map[string]bool{}
 	for key, c := range batch {
 		version := c.version
 		if c.obj != nil {
-			version = c.obj.version
+			version = c.obj.Version
 		}
 		if old := b.objects[key]; old != nil {
-			for name := range old.names {
+			for name := range old.Names {
 				names[name] = true
 				b.undeclare(name, old)
 			}
@@ -221,7 +249,7 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 		}
 		if o := c.obj; o != nil {
 			b.objects[key] = o
-			for name := range o.names {
+			for name := range o.Names {
 				names[name] = true
 				b.declare(name, o)
 			}
@@ -244,18 +272,18 @@ func (b *builder) apply(cur *snapshot, batch map[string]change) *snapshot {
 	}
 
 	for z := range e.touched {
-		old := next.zones[z]
-		apex := next.get(z)
-		next.zones[z] = b.zone(z, apex, old.records+e.records[z], old.cuts+e.cuts[z], old)
+		old := next.Zones[z]
+		apex := next.Get(z)
+		next.Zones[z] = b.zone(z, apex, old.Records+e.records[z], old.Cuts+e.cuts[z], old)
 	}
 	return &next
 }
 
 // observe notes a change of o (its arrival, replacement or removal) at
 // version in the zones o declares names in, and o's SOA from the data.
-func (b *builder) observe(e *edit, o *object, version uint64) {
+func (b *builder) observe(e *edit, o *object.Object, version uint64) {
 	last := ""
-	for name := range o.names {
+	for name := range o.Names {
 		z := plugin.Zones(b.cfg.zones).Matches(name)
 		if z == "" || z == last {
 			continue
@@ -263,19 +291,19 @@ func (b *builder) observe(e *edit, o *object, version uint64) {
 		last = z
 		b.versions[z] = max(b.versions[z], version)
 	}
-	if o.soa == nil {
+	if o.SOA == nil {
 		return
 	}
-	z := o.soa.Hdr.Name
+	z := o.SOA.Hdr.Name
 	e.touched[z] = true
 	b.versions[z] = max(b.versions[z], version)
-	if b.objects[o.key] == o {
+	if b.objects[o.Key] == o {
 		if b.dataSOA[z] == nil {
 			b.dataSOA[z] = map[string]uint32{}
 		}
-		b.dataSOA[z][o.key] = o.soa.Serial
+		b.dataSOA[z][o.Key] = o.SOA.Serial
 	} else {
-		delete(b.dataSOA[z], o.key)
+		delete(b.dataSOA[z], o.Key)
 	}
 }
 
@@ -293,7 +321,7 @@ func (b *builder) observe(e *edit, o *object, version uint64) {
 //     newest file time, and one more than the last serial when a change
 //     falls within the same second.
 //   - It never goes back (RFC 1982) in one replica.
-func (b *builder) serial(z string, old *zoneData) uint32 {
+func (b *builder) serial(z string, old *tree.Zone) uint32 {
 	if soas := b.dataSOA[z]; len(soas) > 0 {
 		var s uint32
 		first := true
@@ -308,11 +336,11 @@ func (b *builder) serial(z string, old *zoneData) uint32 {
 	if old == nil {
 		return s
 	}
-	if b.cfg.directory != "" && !serialLess(old.serial, s) {
-		return old.serial + 1
+	if b.cfg.directory != "" && !serialLess(old.Serial, s) {
+		return old.Serial + 1
 	}
-	if serialLess(s, old.serial) {
-		return old.serial
+	if serialLess(s, old.Serial) {
+		return old.Serial
 	}
 	return s
 }
@@ -321,7 +349,7 @@ func (b *builder) serial(z string, old *zoneData) uint32 {
 func serialLess(a, b uint32) bool { return a != b && int32(b-a) > 0 }
 
 // declare notes that o declares name.
-func (b *builder) declare(name string, o *object) {
+func (b *builder) declare(name string, o *object.Object) {
 	if _, ok := b.byName[name]; !ok {
 		b.byName[name] = o
 		return
@@ -330,7 +358,7 @@ func (b *builder) declare(name string, o *object) {
 }
 
 // undeclare forgets that o declares name.
-func (b *builder) undeclare(name string, o *object) {
+func (b *builder) undeclare(name string, o *object.Object) {
 	more := b.more[name]
 	if b.byName[name] == o {
 		if len(more) == 0 {
@@ -339,7 +367,7 @@ func (b *builder) undeclare(name string, o *object) {
 		}
 		b.byName[name], more = more[0], more[1:]
 	} else {
-		more = slices.DeleteFunc(more, func(x *object) bool { return x == o })
+		more = slices.DeleteFunc(more, func(x *object.Object) bool { return x == o })
 	}
 	if len(more) == 0 {
 		delete(b.more, name)
@@ -349,12 +377,12 @@ func (b *builder) undeclare(name string, o *object) {
 }
 
 // declaredBy returns the objects that declare name, in no order.
-func (b *builder) declaredBy(name string) []*object {
+func (b *builder) declaredBy(name string) []*object.Object {
 	first, ok := b.byName[name]
 	if !ok {
 		return nil
 	}
-	return append([]*object{first}, b.more[name]...)
+	return append([]*object.Object{first}, b.more[name]...)
 }
 
 // rebuild recomputes the node at name from every object that declares it,
@@ -362,7 +390,7 @@ func (b *builder) declaredBy(name string) []*object {
 // that changed.
 func (b *builder) rebuild(e *edit, name string) (again []string) {
 	zone := plugin.Zones(b.cfg.zones).Matches(name)
-	old := e.s.get(name)
+	old := e.s.Get(name)
 	n, owner := b.merge(name, zone)
 	switch {
 	case b.cfg.strictish():
@@ -375,15 +403,15 @@ func (b *builder) rebuild(e *edit, name string) (again []string) {
 
 	var below int32
 	if old != nil {
-		below = old.below
+		below = old.Below
 	}
-	wasDeclared := old != nil && old.declared()
+	wasDeclared := old != nil && old.Declared()
 	switch {
 	case n != nil:
-		n.below = below
+		n.Below = below
 		e.shard(name)[name] = n
 	case below > 0:
-		e.shard(name)[name] = &node{below: below}
+		e.shard(name)[name] = &tree.Node{Below: below}
 	default:
 		if old != nil {
 			delete(e.shard(name), name)
@@ -391,10 +419,10 @@ func (b *builder) rebuild(e *edit, name string) (again []string) {
 	}
 	e.touched[zone] = true
 	e.records[zone] += countRRs(n) - countRRs(old)
-	if old != nil && old.cut {
+	if old != nil && old.Cut {
 		e.cuts[zone]--
 	}
-	if n != nil && n.cut {
+	if n != nil && n.Cut {
 		e.cuts[zone]++
 	}
 	if wasDeclared != (n != nil) && name != zone {
@@ -410,17 +438,17 @@ func (b *builder) rebuild(e *edit, name string) (again []string) {
 // ancestors adds delta to the below count of every name strictly between name
 // and the zone apex: these are the empty non-terminals a declared name implies.
 func (b *builder) ancestors(e *edit, name, zone string, delta int32) {
-	for p := parent(name); p != "" && p != zone && len(p) > len(zone); p = parent(p) {
+	for p := tree.Parent(name); p != "" && p != zone && len(p) > len(zone); p = tree.Parent(p) {
 		sh := e.shard(p)
 		old := sh[p]
-		var n node
+		var n tree.Node
 		if old != nil {
 			n = *old
 		} else {
-			n = node{}
+			n = tree.Node{}
 		}
-		n.below += delta
-		if n.below <= 0 && !n.declared() {
+		n.Below += delta
+		if n.Below <= 0 && !n.Declared() {
 			delete(sh, p)
 			continue
 		}
@@ -428,13 +456,13 @@ func (b *builder) ancestors(e *edit, name, zone string, delta int32) {
 	}
 }
 
-func countRRs(n *node) int {
+func countRRs(n *tree.Node) int {
 	if n == nil {
 		return 0
 	}
 	c := 0
-	for _, set := range n.rrsets {
-		c += len(set.rrs)
+	for _, set := range n.RRsets {
+		c += len(set.RRs)
 	}
 	return c
 }
@@ -442,7 +470,7 @@ func countRRs(n *node) int {
 // merge builds the node at name: targets merged and de-duplicated across
 // objects, a deterministic order, one TTL per RRset (the smallest, RFC 2181
 // §5.2), tenancy applied, a CNAME beside other data skipped.
-func (b *builder) merge(name, zone string) (*node, string) {
+func (b *builder) merge(name, zone string) (*tree.Node, string) {
 	first, ok := b.byName[name]
 	if !ok {
 		b.count(name, 0, 0)
@@ -450,19 +478,10 @@ func (b *builder) merge(name, zone string) (*node, string) {
 		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
-	objs := append([]*object{first}, b.more[name]...)
-	// Store order: the oldest object first, then namespace/name, then key.
-	slices.SortFunc(objs, func(x, y *object) int {
-		if c := x.created.Compare(y.created); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(x.namespace, y.namespace), cmp.Compare(x.name, y.name), cmp.Compare(x.key, y.key))
-	})
-
-	var sets []merged
-	var owned []bool // sets[i].addrs is the builder's own, not one endpoint's
-	unready := false // an unready source object contributes addresses here
-	h := store.Host{Name: name}
+	// Built here, not in a helper, so that the slice and owned below stay
+	// on the stack: this runs for every name a change touches.
+	objs := append([]*object.Object{first}, b.more[name]...)
+	storeOrder(objs)
 	kept, owner, refused := b.admit(name, objs)
 	if len(kept) == 0 {
 		// Nobody may publish here: the name does not exist (NXDOMAIN, or
@@ -471,124 +490,57 @@ func (b *builder) merge(name, zone string) (*node, string) {
 		b.refuseOversized(name, nil, nil)
 		return nil, ""
 	}
-	h.Owner = cmp.Or(owner, kept[0].namespace)
+	// The RRset merge: one set per type (owned[i]: sets[i].Addrs is the
+	// builder's own copy, not one endpoint's), and the store's view h.
+	var sets []tree.Merged
+	var owned []bool
+	unready := false
+	h := store.Host{Name: name, Owner: cmp.Or(owner, kept[0].Namespace)}
 	for _, o := range kept {
-		eps := o.at(name)
-		h.Verbatim = h.Verbatim || o.verbatim && o.namespace == kept[0].namespace // from the host's owner only (the oldest publisher)
+		eps := o.At(name)
+		h.Verbatim = h.Verbatim || o.Verbatim && o.Namespace == kept[0].Namespace // from the host's owner only (the oldest publisher)
 		for i := range eps {
 			ep := &eps[i]
-			j := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == ep.rtype })
+			j := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == ep.Type })
 			if j < 0 {
 				// An endpoint's addresses are sorted and unique already: a
 				// set of one endpoint uses them as they are.
-				sets = append(sets, merged{rtype: ep.rtype, ttl: ep.ttl, addrs: ep.addrs})
+				sets = append(sets, tree.Merged{Type: ep.Type, TTL: ep.TTL, Addrs: ep.Addrs})
 				owned = append(owned, false)
 				j = len(sets) - 1
-			} else if len(ep.addrs) > 0 {
+			} else if len(ep.Addrs) > 0 {
 				if !owned[j] {
-					sets[j].addrs = slices.Clone(sets[j].addrs)
+					sets[j].Addrs = slices.Clone(sets[j].Addrs)
 					owned[j] = true
 				}
-				sets[j].addrs = append(sets[j].addrs, ep.addrs...)
+				sets[j].Addrs = append(sets[j].Addrs, ep.Addrs...)
 			}
-			sets[j].ttl = min(sets[j].ttl, ep.ttl)
-			sets[j].rrs = append(sets[j].rrs, ep.rrs...)
-			address := ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA
-			h.AddressDeclared = h.AddressDeclared || address
-			if address && ep.ttlSet && (!h.TTLSet || ep.ttl < h.TTL) {
-				h.TTL, h.TTLSet = ep.ttl, true
-			}
-			if ep.extra == nil {
-				continue
-			}
-			unready = unready || address && ep.extra.unready && len(ep.addrs) > 0
-			for _, p := range ep.extra.props {
-				if _, ok := h.Properties[p.Name]; !ok {
-					if h.Properties == nil {
-						h.Properties = map[string]string{}
-					}
-					h.Properties[p.Name] = p.Value
-				}
-			}
-			for k, v := range ep.extra.labels {
-				if _, ok := h.Labels[k]; !ok {
-					if h.Labels == nil {
-						h.Labels = map[string]string{}
-					}
-					h.Labels[k] = v
-				}
-			}
+			sets[j].TTL = min(sets[j].TTL, ep.TTL)
+			sets[j].RRs = append(sets[j].RRs, ep.RRs...)
+			unready = hostView(&h, ep) || unready
 		}
 	}
 	if !h.TTLSet {
 		h.TTL = b.cfg.ttl
 	}
 
-	// What a name's owner owns, nobody else may take from above: a
-	// delegation or a wildcard is refused where it would cover a name that
-	// another namespace owns or is granted.
-	if b.cfg.strictish() && name != zone {
-		cover := -1 // the sets refused: -2 all (a wildcard), else the NS set's index
-		if rest, wild := strings.CutPrefix(name, "*."); wild && b.covers(rest, owner) {
-			cover = -2
-		} else if i := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == dns.TypeNS }); i >= 0 && b.covers(name, owner) {
-			cover = i
-		}
-		if cover != -1 {
-			for _, o := range kept {
-				msg := fmt.Sprintf("the delegation at %s would cover names another namespace owns", name)
-				if cover == -2 {
-					msg = fmt.Sprintf("the wildcard %s would cover names another namespace owns", name)
-				}
-				refused = append(refused, refusal{o, refusedCover, msg})
-			}
-			if cover == -2 {
-				// A refused wildcard does not exist: it synthesizes nothing.
-				b.count(name, b.refuse(name, refused), 0)
-				b.refuseOversized(name, nil, nil)
-				return nil, owner
-			} else {
-				sets, owned = slices.Delete(sets, cover, cover+1), slices.Delete(owned, cover, cover+1)
-			}
-		}
+	sets, owned, refused, ok = b.refuseCovering(name, zone, owner, kept, sets, owned, refused)
+	if !ok {
+		// A refused wildcard does not exist: it synthesizes nothing.
+		b.count(name, b.refuse(name, refused), 0)
+		b.refuseOversized(name, nil, nil)
+		return nil, owner
 	}
 	skipped := b.refuse(name, refused)
 
-	conflicts := 0
-	for i := range sets {
-		// Deterministic order, duplicates removed, one TTL (copies only where an endpoint's differs).
-		if owned[i] {
-			slices.SortFunc(sets[i].addrs, netip.Addr.Compare)
-			sets[i].addrs = slices.Clip(slices.Compact(sets[i].addrs))
-		}
-		rrs := sets[i].rrs
-		slices.SortStableFunc(rrs, compareRR)
-		rrs = slices.CompactFunc(rrs, func(x, y dns.RR) bool { return compareRR(x, y) == 0 })
-		for j, rr := range rrs {
-			if rr.Header().Ttl != sets[i].ttl {
-				rrs[j] = dns.Copy(rr)
-				rrs[j].Header().Ttl = sets[i].ttl
-			}
-		}
-		sets[i].rrs = slices.Clip(rrs)
-	}
-	if i := slices.IndexFunc(sets, func(s merged) bool { return s.rtype == dns.TypeCNAME }); i >= 0 && len(sets[i].rrs) > 0 {
-		// RFC 1034 §3.6.2: a CNAME has no other data beside it. The other data wins.
-		if len(sets) > 1 || name == zone {
-			conflicts = len(sets[i].rrs)
-			sets = slices.Delete(sets, i, i+1)
-		} else if len(sets[i].rrs) > 1 {
-			// Two objects point one name at different targets: keep the first in order.
-			conflicts = len(sets[i].rrs) - 1
-			sets[i].rrs = sets[i].rrs[:1]
-		}
-		if conflicts > 0 && b.conflict[name] == 0 {
-			log.Warningf("CNAME at %s skipped: other data or another CNAME at the same name", name)
-		}
+	canonicalRRsets(sets, owned)
+	sets, conflicts := cnameAlone(name, zone, sets)
+	if conflicts > 0 && b.conflict[name] == 0 {
+		log.Warningf("CNAME at %s skipped: other data or another CNAME at the same name", name)
 	}
 	b.count(name, skipped, conflicts)
 
-	sets = slices.DeleteFunc(sets, func(s merged) bool { return len(s.rrs) == 0 && len(s.addrs) == 0 })
+	sets = slices.DeleteFunc(sets, func(s tree.Merged) bool { return len(s.RRs) == 0 && len(s.Addrs) == 0 })
 	if had := len(sets); had > 0 {
 		if sets = b.refuseOversized(name, sets, kept); len(sets) == 0 {
 			// Nothing left to serve: the name does not exist, as where
@@ -598,13 +550,128 @@ func (b *builder) merge(name, zone string) (*node, string) {
 	} else {
 		b.refuseOversized(name, nil, nil)
 	}
-	slices.SortFunc(sets, func(x, y merged) int { return cmp.Compare(x.rtype, y.rtype) })
+	slices.SortFunc(sets, func(x, y tree.Merged) int { return cmp.Compare(x.Type, y.Type) })
 	if unready {
 		h.Withdrawn = withdrawn(name, kept, sets)
 	}
-	n := newNode(h, sets)
-	n.cut = name != zone && n.get(dns.TypeNS) != nil
+	n := tree.NewNode(h, sets)
+	n.Cut = name != zone && n.Get(dns.TypeNS) != nil
 	return n, owner
+}
+
+// storeOrder sorts the objects at a name in store order: the oldest
+// object first, then namespace/name, then key.
+func storeOrder(objs []*object.Object) {
+	slices.SortFunc(objs, func(x, y *object.Object) int {
+		if c := x.Created.Compare(y.Created); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name), cmp.Compare(x.Key, y.Key))
+	})
+}
+
+// hostView adds endpoint ep to the store's view h of its name: whether an
+// address is declared, the lowest TTL an address endpoint sets, the first
+// value of each property and label. It reports whether ep is an unready
+// object's addresses.
+func hostView(h *store.Host, ep *object.Endpoint) (unready bool) {
+	address := ep.Type == dns.TypeA || ep.Type == dns.TypeAAAA
+	h.AddressDeclared = h.AddressDeclared || address
+	if address && ep.TTLSet && (!h.TTLSet || ep.TTL < h.TTL) {
+		h.TTL, h.TTLSet = ep.TTL, true
+	}
+	if ep.Extra == nil {
+		return false
+	}
+	for _, p := range ep.Extra.Props {
+		if _, ok := h.Properties[p.Name]; !ok {
+			if h.Properties == nil {
+				h.Properties = map[string]string{}
+			}
+			h.Properties[p.Name] = p.Value
+		}
+	}
+	for k, v := range ep.Extra.Labels {
+		if _, ok := h.Labels[k]; !ok {
+			if h.Labels == nil {
+				h.Labels = map[string]string{}
+			}
+			h.Labels[k] = v
+		}
+	}
+	return address && ep.Extra.Unready && len(ep.Addrs) > 0
+}
+
+// refuseCovering is tenancy's admission of what covers others' names: what
+// a name's owner owns, nobody else may take from above, so a delegation or
+// a wildcard is refused where it would cover a name that another namespace
+// owns or is granted. A refused delegation leaves the name's other sets; a
+// refused wildcard leaves nothing (ok false).
+func (b *builder) refuseCovering(name, zone, owner string, kept []*object.Object, sets []tree.Merged, owned []bool, refused []refusal) ([]tree.Merged, []bool, []refusal, bool) {
+	if !b.cfg.strictish() || name == zone {
+		return sets, owned, refused, true
+	}
+	cover := -1 // the sets refused: -2 all (a wildcard), else the NS set's index
+	if rest, wild := strings.CutPrefix(name, "*."); wild && b.covers(rest, owner) {
+		cover = -2
+	} else if i := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == dns.TypeNS }); i >= 0 && b.covers(name, owner) {
+		cover = i
+	}
+	if cover == -1 {
+		return sets, owned, refused, true
+	}
+	for _, o := range kept {
+		msg := fmt.Sprintf("the delegation at %s would cover names another namespace owns", name)
+		if cover == -2 {
+			msg = fmt.Sprintf("the wildcard %s would cover names another namespace owns", name)
+		}
+		refused = append(refused, refusal{o, refusedCover, msg})
+	}
+	if cover == -2 {
+		return nil, nil, refused, false
+	}
+	return slices.Delete(sets, cover, cover+1), slices.Delete(owned, cover, cover+1), refused, true
+}
+
+// canonicalRRsets gives each set a deterministic order without duplicates
+// and one TTL (copying a record only where an endpoint's TTL differs).
+func canonicalRRsets(sets []tree.Merged, owned []bool) {
+	for i := range sets {
+		if owned[i] {
+			slices.SortFunc(sets[i].Addrs, netip.Addr.Compare)
+			sets[i].Addrs = slices.Clip(slices.Compact(sets[i].Addrs))
+		}
+		rrs := sets[i].RRs
+		slices.SortStableFunc(rrs, compareRR)
+		rrs = slices.CompactFunc(rrs, func(x, y dns.RR) bool { return compareRR(x, y) == 0 })
+		for j, rr := range rrs {
+			if rr.Header().Ttl != sets[i].TTL {
+				rrs[j] = dns.Copy(rr)
+				rrs[j].Header().Ttl = sets[i].TTL
+			}
+		}
+		sets[i].RRs = slices.Clip(rrs)
+	}
+}
+
+// cnameAlone enforces RFC 1034 §3.6.2, a CNAME has no other data beside it:
+// the other data wins, and of two CNAMEs the first in store order. It
+// returns the sets kept and the CNAME records skipped.
+func cnameAlone(name, zone string, sets []tree.Merged) ([]tree.Merged, int) {
+	i := slices.IndexFunc(sets, func(s tree.Merged) bool { return s.Type == dns.TypeCNAME })
+	if i < 0 || len(sets[i].RRs) == 0 {
+		return sets, 0
+	}
+	conflicts := 0
+	if len(sets) > 1 || name == zone {
+		conflicts = len(sets[i].RRs)
+		sets = slices.Delete(sets, i, i+1)
+	} else if len(sets[i].RRs) > 1 {
+		// Two objects point one name at different targets: keep the first in order.
+		conflicts = len(sets[i].RRs) - 1
+		sets[i].RRs = sets[i].RRs[:1]
+	}
+	return sets, conflicts
 }
 
 // withdrawn returns what source health leaves of the address sets at name
@@ -613,12 +680,12 @@ func (b *builder) merge(name, zone string) (*node, string) {
 // only unready endpoints contribute is withdrawn. It is nil when nothing is
 // withdrawn. The zone's own answers keep every address; only localtargets-
 // and gslb answers read the ready ones (store.Host.Ready).
-func withdrawn(name string, kept []*object, sets []merged) *store.Withdrawn {
+func withdrawn(name string, kept []*object.Object, sets []tree.Merged) *store.Withdrawn {
 	ready := map[netip.Addr]struct{}{}
 	for _, o := range kept {
-		for _, ep := range o.at(name) {
-			if (ep.rtype == dns.TypeA || ep.rtype == dns.TypeAAAA) && (ep.extra == nil || !ep.extra.unready) {
-				for _, a := range ep.addrs {
+		for _, ep := range o.At(name) {
+			if (ep.Type == dns.TypeA || ep.Type == dns.TypeAAAA) && (ep.Extra == nil || !ep.Extra.Unready) {
+				for _, a := range ep.Addrs {
 					ready[a] = struct{}{}
 				}
 			}
@@ -628,7 +695,7 @@ func withdrawn(name string, kept []*object, sets []merged) *store.Withdrawn {
 	gone := false
 	for _, s := range sets {
 		var out *[]netip.Addr
-		switch s.rtype {
+		switch s.Type {
 		case dns.TypeA:
 			out = &w.ReadyA
 		case dns.TypeAAAA:
@@ -636,7 +703,7 @@ func withdrawn(name string, kept []*object, sets []merged) *store.Withdrawn {
 		default:
 			continue
 		}
-		for _, a := range s.addrs {
+		for _, a := range s.Addrs {
 			if _, ok := ready[a]; ok {
 				*out = append(*out, a)
 			} else {
@@ -658,24 +725,24 @@ const maxMsgSize = dns.MaxMsgSize
 // (see oversized). A set refused now that was not before is logged once,
 // counted in invalid_endpoints_total{reason="size"} and reported to the
 // objects that declare it; nil sets clears what name had.
-func (b *builder) refuseOversized(name string, sets []merged, kept []*object) []merged {
+func (b *builder) refuseOversized(name string, sets []tree.Merged, kept []*object.Object) []tree.Merged {
 	var refused []uint16
-	sets = slices.DeleteFunc(sets, func(s merged) bool {
+	sets = slices.DeleteFunc(sets, func(s tree.Merged) bool {
 		size, too := b.oversized(name, s)
 		if !too {
 			return false
 		}
-		refused = append(refused, s.rtype)
-		if slices.Contains(b.oversize[name], s.rtype) {
+		refused = append(refused, s.Type)
+		if slices.Contains(b.oversize[name], s.Type) {
 			return true
 		}
 		msg := fmt.Sprintf("the %s RRset at %s needs %d octets with its question and the SOA, more than the %d a DNS message holds: refused, as BIND and Knot refuse it",
-			dns.TypeToString[s.rtype], name, size, maxMsgSize)
+			dns.TypeToString[s.Type], name, size, maxMsgSize)
 		log.Warning(msg)
-		invalidEndpoints.WithLabelValues(reasonSize).Inc()
-		if b.report != nil {
+		invalidEndpoints.WithLabelValues(object.ReasonSize).Inc()
+		if b.reporter != nil {
 			for _, o := range kept {
-				if slices.ContainsFunc(o.at(name), func(e rrEndpoint) bool { return e.rtype == s.rtype }) {
+				if slices.ContainsFunc(o.At(name), func(e object.Endpoint) bool { return e.Type == s.Type }) {
 					b.report(o, "InvalidEndpoint", msg)
 				}
 			}
@@ -697,10 +764,10 @@ func (b *builder) refuseOversized(name string, sets []merged, kept []*object) []
 // neither over TCP (a truncated answer without it) nor by transfer (a
 // message that fails to pack). An upper bound is computed first, names
 // uncompressed except the owner; only a set near the limit is packed.
-func (b *builder) oversized(name string, s merged) (int, bool) {
+func (b *builder) oversized(name string, s tree.Merged) (int, bool) {
 	var soa dns.RR
-	if zd := b.snap.Load().zones[plugin.Zones(b.cfg.zones).Matches(name)]; zd != nil && len(zd.soa) > 0 {
-		soa = zd.soa[0]
+	if zd := b.snap.Load().Zones[plugin.Zones(b.cfg.zones).Matches(name)]; zd != nil && len(zd.SOA) > 0 {
+		soa = zd.SOA[0]
 	}
 	nameLen := len(name) + 1 // wire form of a fully qualified name
 	if name == "." {
@@ -711,28 +778,28 @@ func (b *builder) oversized(name string, s merged) (int, bool) {
 		fixed += dns.Len(soa)
 	}
 	size := fixed
-	switch s.rtype {
+	switch s.Type {
 	case dns.TypeA:
-		size += len(s.addrs) * (2 + 10 + net4Len)
+		size += len(s.Addrs) * (2 + 10 + net4Len)
 	case dns.TypeAAAA:
-		size += len(s.addrs) * (2 + 10 + net6Len)
+		size += len(s.Addrs) * (2 + 10 + net6Len)
 	}
-	for _, rr := range s.rrs {
+	for _, rr := range s.RRs {
 		size += dns.Len(rr) - nameLen + 2 // the owner as a compression pointer
 	}
-	if size <= maxMsgSize || len(s.addrs) > 0 {
+	if size <= maxMsgSize || len(s.Addrs) > 0 {
 		return size, size > maxMsgSize
 	}
 	// Near the limit: names in RDATA may compress further. A single RR's
 	// RDATA over 65,535 octets fits in no message however it is packed.
-	for _, rr := range s.rrs {
+	for _, rr := range s.RRs {
 		if dns.Len(rr)-nameLen-10 > maxMsgSize {
 			return size, true
 		}
 	}
 	m := new(dns.Msg)
-	m.SetQuestion(name, s.rtype)
-	m.Answer = s.rrs
+	m.SetQuestion(name, s.Type)
+	m.Answer = s.RRs
 	if soa != nil {
 		m.Ns = []dns.RR{soa}
 	}
@@ -748,7 +815,7 @@ const (
 
 // compareRR orders an RRset deterministically by RDATA text (address
 // RRsets are ordered as addresses, before they are records).
-func compareRR(x, y dns.RR) int { return cmp.Compare(rdata(x), rdata(y)) }
+func compareRR(x, y dns.RR) int { return cmp.Compare(object.Rdata(x), object.Rdata(y)) }
 
 // count keeps the tenancy and CNAME conflict gauges equal to what the store skips now.
 func (b *builder) count(name string, skipped, conflicts int) {
@@ -772,7 +839,7 @@ func (b *builder) count(name string, skipped, conflicts int) {
 
 // zone builds the zone data: SOA with the serial derived from the data
 // (serial), and the apex NS RRset. old is the zone's data before, nil at start.
-func (b *builder) zone(origin string, apex *node, records, cuts int, old *zoneData) *zoneData {
+func (b *builder) zone(origin string, apex *tree.Node, records, cuts int, old *tree.Zone) *tree.Zone {
 	serial := b.serial(origin, old)
 	c := b.cfg
 	mname := c.mname
@@ -790,11 +857,11 @@ func (b *builder) zone(origin string, apex *node, records, cuts int, old *zoneDa
 	}
 	neg := dns.Copy(soa)
 	neg.Header().Ttl = min(c.ttl, c.negTTL)
-	zd := &zoneData{origin: origin, serial: serial, soa: []dns.RR{soa}, negSOA: []dns.RR{neg}, records: records, cuts: cuts}
-	if apex != nil && len(apex.get(dns.TypeNS)) > 0 {
-		zd.ns = apex.get(dns.TypeNS)
+	zd := &tree.Zone{Origin: origin, Serial: serial, SOA: []dns.RR{soa}, NegSOA: []dns.RR{neg}, Records: records, Cuts: cuts}
+	if apex != nil && len(apex.Get(dns.TypeNS)) > 0 {
+		zd.NS = apex.Get(dns.TypeNS)
 	} else {
-		zd.ns = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: c.ttl}, Ns: mname}}
+		zd.NS = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: c.ttl}, Ns: mname}}
 	}
 	return zd
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/fsnotify/fsnotify"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/external-dns/apis/v1alpha1"
@@ -32,7 +33,7 @@ const settle = 50 * time.Millisecond
 // folder's objects as the API source does (source_directory.go).
 type directory struct {
 	cfg *config
-	b   *builder
+	b   sink
 	dir string
 
 	w    *fsnotify.Watcher
@@ -57,7 +58,7 @@ type manifestFile struct {
 	gateways []*gatewayv1.Gateway
 }
 
-func newDirectory(cfg *config, b *builder) *directory {
+func newDirectory(cfg *config, b sink) *directory {
 	return &directory{cfg: cfg, b: b, dir: cfg.directory, files: map[string]*manifestFile{}}
 }
 
@@ -244,26 +245,26 @@ func (d *directory) read(base string) (at time.Time, changed bool) {
 		// Most likely a file caught while being written, or a broken edit:
 		// keep serving what it held at its last good read.
 		log.Errorf("%v; file skipped, serving its previous contents", perr)
-		invalidEndpoints.WithLabelValues(reasonDecode).Inc()
+		invalidEndpoints.WithLabelValues(object.ReasonDecode).Inc()
 		return time.Time{}, false
 	}
 	if perr != nil {
 		log.Errorf("%v; skipped", perr)
-		invalidEndpoints.WithLabelValues(reasonDecode).Inc()
+		invalidEndpoints.WithLabelValues(object.ReasonDecode).Inc()
 	}
 	f := &manifestFile{
 		raw: raw, mtime: st.ModTime(), docs: map[string]string{},
 		sources: p.sources, slices: p.slices, classes: p.classes, gateways: p.gateways,
 	}
 	for _, doc := range p.docs {
-		f.docs[doc.obj.key] = doc.text
-		if old != nil && old.docs[doc.obj.key] == doc.text {
+		f.docs[doc.obj.Key] = doc.text
+		if old != nil && old.docs[doc.obj.Key] == doc.text {
 			continue
 		}
 		for _, bad := range doc.bad {
-			invalidEndpoints.WithLabelValues(bad.reason).Inc()
-			if bad.reason != reasonZone {
-				log.Warningf("%s:%d: %s/%s: %s; skipped", path, doc.line, doc.obj.namespace, doc.obj.name, bad.msg)
+			invalidEndpoints.WithLabelValues(bad.Reason).Inc()
+			if bad.Reason != object.ReasonZone {
+				log.Warningf("%s:%d: %s/%s: %s; skipped", path, doc.line, doc.obj.Namespace, doc.obj.Name, bad.Msg)
 			}
 		}
 		d.b.upsert(doc.obj)
@@ -281,8 +282,8 @@ func (d *directory) read(base string) (at time.Time, changed bool) {
 
 // manifestDoc is one DNSEndpoint read from a file.
 type manifestDoc struct {
-	obj  *object
-	bad  []invalid
+	obj  *object.Object
+	bad  []object.Invalid
 	text string
 	line int
 }
@@ -312,54 +313,8 @@ func parseFile(path string, raw []byte, mtime time.Time, cfg *config) (*parsedFi
 			first = fmt.Errorf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
 		}
 	}
-	type probe struct {
-		APIVersion string            `json:"apiVersion"`
-		Kind       string            `json:"kind"`
-		Items      []json.RawMessage `json:"items"`
-	}
 	for _, doc := range splitDocuments(raw) {
-		js, err := yaml.YAMLToJSON(doc.text)
-		if err != nil {
-			line := doc.line
-			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-				n, _ := strconv.Atoi(m[1])
-				line += n - 1
-			}
-			fail(line, "%v", err)
-			continue
-		}
-		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-			continue // empty document or comments only
-		}
-		var top probe
-		if err := json.Unmarshal(js, &top); err != nil {
-			fail(doc.line, "not an object: %v", err)
-			continue
-		}
-		items := []json.RawMessage{js}
-		listOf := "" // a typed list's kind: its items may leave out kind and apiVersion
-		if top.Kind == "List" {
-			items = top.Items
-		} else if k, ok := strings.CutSuffix(top.Kind, "List"); ok {
-			if _, known := cfg.reads(k); known {
-				items, listOf = top.Items, k
-			}
-		}
-		for _, item := range items {
-			it := top
-			if top.Kind == "List" || listOf != "" {
-				it = probe{}
-				if err := json.Unmarshal(item, &it); err != nil {
-					fail(doc.line, "not an object: %v", err)
-					continue
-				}
-				if it.Kind == "" {
-					it.Kind = listOf
-				}
-				if it.APIVersion == "" && listOf != "" {
-					it.APIVersion = top.APIVersion
-				}
-			}
+		for _, it := range documentItems(doc, cfg, fail) {
 			read, known := cfg.reads(it.Kind)
 			switch {
 			case !known:
@@ -373,49 +328,119 @@ func parseFile(path string, raw []byte, mtime time.Time, cfg *config) (*parsedFi
 					fail(doc.line, "%s apiVersion %q is not %s", it.Kind, it.APIVersion, want)
 					continue
 				}
-				if err := p.addKind(cfg, path, doc.line, it.Kind, item, seen); err != nil {
+				if err := p.addKind(cfg, path, doc.line, it.Kind, it.raw, seen); err != nil {
 					fail(doc.line, "%v", err)
 				}
 				continue
 			}
-			var ep v1alpha1.DNSEndpoint
-			if err := json.Unmarshal(item, &ep); err != nil {
+			if err := p.addDNSEndpoint(cfg, path, doc.line, it, mtime, seen); err != nil {
 				fail(doc.line, "%v", err)
-				continue
 			}
-			if ep.APIVersion == "" {
-				ep.APIVersion = it.APIVersion
-			}
-			if g, _, _ := strings.Cut(ep.APIVersion, "/"); g != v1alpha1.GroupVersion.Group {
-				fail(doc.line, "apiVersion %q is not %s", ep.APIVersion, v1alpha1.GroupVersion)
-				continue
-			}
-			ns := ep.Namespace
-			if ns == "" {
-				ns = "default"
-			}
-			if !cfg.selects(ns, ep.Labels) {
-				continue // namespaces and labels filter files as they filter the API
-			}
-			id := ns + "/" + ep.Name
-			key := "file:" + filepath.Base(path) + "#" + id
-			if n := seen[id]; n > 0 {
-				key += "#" + strconv.Itoa(n+1)
-			}
-			seen[id]++
-			created := ep.CreationTimestamp.Time
-			if created.IsZero() {
-				created = mtime
-			}
-			o, bad := newObject(objectMeta{
-				key: key, namespace: ns, name: ep.Name,
-				created: created, changed: mtime, labels: ep.Labels,
-				version: uint64(max(mtime.Unix(), 0)), soa: true,
-			}, ep.Spec.Endpoints, cfg.zones, cfg.ttl)
-			p.docs = append(p.docs, manifestDoc{obj: o, bad: bad, text: string(item), line: doc.line})
 		}
 	}
 	return p, first
+}
+
+// manifestItem is one object of a manifest document: its kind and
+// apiVersion (which a typed list's items may leave out) and its JSON.
+type manifestItem struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Items      []json.RawMessage `json:"items"`
+	raw        json.RawMessage
+}
+
+// documentItems decodes one YAML document into the objects it holds: the
+// document itself, or the items of a List or of a typed list of a kind the
+// directory knows. What does not decode is reported through fail (with the
+// line) and left out.
+func documentItems(doc document, cfg *config, fail func(line int, format string, args ...any)) []manifestItem {
+	js, err := yaml.YAMLToJSON(doc.text)
+	if err != nil {
+		line := doc.line
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			line += n - 1
+		}
+		fail(line, "%v", err)
+		return nil
+	}
+	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		return nil // empty document or comments only
+	}
+	var top manifestItem
+	if err := json.Unmarshal(js, &top); err != nil {
+		fail(doc.line, "not an object: %v", err)
+		return nil
+	}
+	top.raw = js
+	listOf := "" // a typed list's kind: its items may leave out kind and apiVersion
+	if k, ok := strings.CutSuffix(top.Kind, "List"); ok && top.Kind != "List" {
+		if _, known := cfg.reads(k); known {
+			listOf = k
+		}
+	}
+	if top.Kind != "List" && listOf == "" {
+		return []manifestItem{top}
+	}
+	var items []manifestItem
+	for _, item := range top.Items {
+		var it manifestItem
+		if err := json.Unmarshal(item, &it); err != nil {
+			fail(doc.line, "not an object: %v", err)
+			continue
+		}
+		it.raw = item
+		if it.Kind == "" {
+			it.Kind = listOf
+		}
+		if it.APIVersion == "" && listOf != "" {
+			it.APIVersion = top.APIVersion
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// addDNSEndpoint adds the DNSEndpoint it of the file at path (line: its
+// document's) as an object, unless the namespaces and labels the block
+// selects leave it out. seen counts the objects of each namespace/name in
+// the file, so that two of one name stay two objects.
+func (p *parsedFile) addDNSEndpoint(cfg *config, path string, line int, it manifestItem, mtime time.Time, seen map[string]int) error {
+	var ep v1alpha1.DNSEndpoint
+	if err := json.Unmarshal(it.raw, &ep); err != nil {
+		return err
+	}
+	if ep.APIVersion == "" {
+		ep.APIVersion = it.APIVersion
+	}
+	if g, _, _ := strings.Cut(ep.APIVersion, "/"); g != v1alpha1.GroupVersion.Group {
+		return fmt.Errorf("apiVersion %q is not %s", ep.APIVersion, v1alpha1.GroupVersion)
+	}
+	ns := ep.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	if !cfg.selects(ns, ep.Labels) {
+		return nil // namespaces and labels filter files as they filter the API
+	}
+	id := ns + "/" + ep.Name
+	key := "file:" + filepath.Base(path) + "#" + id
+	if n := seen[id]; n > 0 {
+		key += "#" + strconv.Itoa(n+1)
+	}
+	seen[id]++
+	created := ep.CreationTimestamp.Time
+	if created.IsZero() {
+		created = mtime
+	}
+	o, bad := object.New(object.Meta{
+		Key: key, Namespace: ns, Name: ep.Name,
+		Created: created, Changed: mtime, Labels: ep.Labels,
+		Version: uint64(max(mtime.Unix(), 0)), SOA: true,
+	}, ep.Spec.Endpoints, cfg.zones, cfg.ttl)
+	p.docs = append(p.docs, manifestDoc{obj: o, bad: bad, text: string(it.raw), line: line})
+	return nil
 }
 
 type document struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -70,7 +71,7 @@ func TestDirectoryCreateChangeDeleteRename(t *testing.T) {
 }
 
 func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonDecode))
+	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode))
 	k, dir := newTestPlugin(t, "example.org", zoneBody, map[string]string{
 		"good.yaml": testkit.DNSEndpoint("ns", "good", nil, testkit.EP("good.example.org", "A", 0, "192.0.2.1")),
 		"bad.yaml":  "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: bad\n spec: [\n",
@@ -80,7 +81,7 @@ func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
 	if !hasA(k, t, "good.example.org.", "192.0.2.1")() || !hasA(k, t, "m1.example.org.", "192.0.2.7")() {
 		t.Fatal("valid data not served beside malformed files")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonDecode)) - before; d != 2 {
+	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 2 {
 		t.Errorf("decode errors counted: %v, want 2", d)
 	}
 	// Fixing the file serves it.

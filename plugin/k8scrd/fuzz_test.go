@@ -96,8 +96,8 @@ func fuzzServer(tb testing.TB) *K8sCRD {
 			return
 		}
 		// Wait for the builder to publish the manifests (it coalesces over a short delay).
-		testkit.Within(5*time.Second, func() bool { return k.snap.Load().get("www.example.org.") != nil })
-		if k.snap.Load().get("*.wild.example.org.") == nil {
+		testkit.Within(5*time.Second, func() bool { return k.snap.Load().Get("www.example.org.") != nil })
+		if k.snap.Load().Get("*.wild.example.org.") == nil {
 			fuzzErr = errors.New("fuzz manifests not loaded")
 			return
 		}
@@ -167,7 +167,7 @@ func FuzzManifest(f *testing.F) {
 		b.flush()
 		k.Next = test.NextHandler(dns.RcodeRefused, nil)
 		for _, d := range docs {
-			for name := range d.obj.names {
+			for name := range d.obj.Names {
 				for _, qt := range []uint16{dns.TypeA, dns.TypeANY, dns.TypeCNAME} {
 					m := new(dns.Msg)
 					m.SetQuestion(name, qt)
@@ -178,7 +178,7 @@ func FuzzManifest(f *testing.F) {
 		}
 		// Removing everything again leaves an empty, serving store.
 		for _, d := range docs {
-			b.remove(d.obj.key)
+			b.remove(d.obj.Key)
 		}
 		b.flush()
 		m := new(dns.Msg)

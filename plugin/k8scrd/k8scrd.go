@@ -13,6 +13,7 @@ import (
 	"github.com/coredns/coredns/request"
 	"github.com/fleetdns/fleetdns/internal/dnsutil"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
 
@@ -26,7 +27,7 @@ type K8sCRD struct {
 	subs     store.Notifier // the store's subscribers, told of every snapshot
 
 	cfg     *config
-	snap    atomic.Pointer[snapshot]
+	snap    atomic.Pointer[tree.Snapshot]
 	builder *builder
 	source  source
 	stop    chan struct{}
@@ -47,31 +48,31 @@ func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 		return dns.RcodeRefused, nil
 	}
 	s := k.snap.Load()
-	if !s.synced {
+	if !s.Synced {
 		// Never an authoritative NXDOMAIN that resolvers would cache.
 		return dns.RcodeServerFailure, nil
 	}
-	z := s.zones[zone]
-	rep := s.lookup(z, qname, qtype)
-	if rep.res == nameError && k.Fall.Through(qname) {
+	z := s.Zones[zone]
+	rep := s.Lookup(z, qname, qtype)
+	if rep.Res == tree.NameError && k.Fall.Through(qname) {
 		return plugin.NextOrFailure(k.Name(), k.Next, ctx, w, r)
 	}
-	if owner := rep.wildcard; owner != "" { // rrl charges wildcard answers to the wildcard (plugin/rrl)
+	if owner := rep.Wildcard; owner != "" { // rrl charges wildcard answers to the wildcard (plugin/rrl)
 		metadata.SetValueFunc(ctx, "k8scrd/wildcard", func() string { return owner })
 	}
 
 	m := new(dns.Msg)
 	m.SetReply(r)
 	m.Authoritative = true
-	m.Answer, m.Ns = rep.answer, rep.ns
-	switch rep.res {
-	case nameError:
+	m.Answer, m.Ns = rep.Answer, rep.NS
+	switch rep.Res {
+	case tree.NameError:
 		m.Rcode = dns.RcodeNameError
-	case delegation:
+	case tree.Delegation:
 		// A referral is not authoritative; an alias in the answer before it is (RFC 1034 §4.3.2).
-		m.Authoritative = len(rep.answer) > 0
+		m.Authoritative = len(rep.Answer) > 0
 	}
-	fit(state, m, rep.glue, rep.extra)
+	fit(state, m, rep.Glue, rep.Extra)
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
 }
@@ -142,22 +143,22 @@ func (k *K8sCRD) Store() store.Store { return reader{k} }
 
 type reader struct{ k *K8sCRD }
 
-func (r reader) Synced() bool { return r.k.snap.Load().synced }
+func (r reader) Synced() bool { return r.k.snap.Load().Synced }
 
 func (r reader) Host(name string) (*store.Host, bool) {
-	n := r.k.snap.Load().get(name)
-	if n == nil || n.host == nil {
+	n := r.k.snap.Load().Get(name)
+	if n == nil || n.Host == nil {
 		return nil, false
 	}
-	return n.host, true
+	return n.Host, true
 }
 
 func (r reader) Hosts(zone string, fn func(*store.Host) bool) {
 	s := r.k.snap.Load()
-	for _, sh := range s.shards {
+	for _, sh := range s.Shards {
 		for name, n := range sh {
-			if n.host != nil && dns.IsSubDomain(zone, name) {
-				if !fn(n.host) {
+			if n.Host != nil && dns.IsSubDomain(zone, name) {
+				if !fn(n.Host) {
 					return
 				}
 			}
@@ -172,11 +173,11 @@ func (r reader) NegativeSOA(name string) *dns.SOA {
 	if zone == "" {
 		return nil
 	}
-	z := r.k.snap.Load().zones[zone]
-	if z == nil || len(z.negSOA) == 0 {
+	z := r.k.snap.Load().Zones[zone]
+	if z == nil || len(z.NegSOA) == 0 {
 		return nil
 	}
-	return z.negSOA[0].(*dns.SOA)
+	return z.NegSOA[0].(*dns.SOA)
 }
 
 func (r reader) Subscribe() (<-chan struct{}, func()) { return r.k.subs.Subscribe() }

@@ -159,7 +159,7 @@ func TestFallthroughPassesNamesNotHeld(t *testing.T) {
 func TestServfailBeforeFirstSync(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", zoneBody, zoneManifests)
 	s := *k.snap.Load()
-	s.synced = false
+	s.Synced = false
 	k.snap.Store(&s)
 	if resp, code := ask(t, k, "nothere.example.org.", dns.TypeA); code != dns.RcodeServerFailure || resp != nil {
 		t.Errorf("want SERVFAIL before the first sync, got %s", dns.RcodeToString[code])
@@ -177,8 +177,8 @@ func TestNotReadyUntilStartupReturns(t *testing.T) {
 	// Synced before start-up is done: the DNS listeners are not open yet.
 	k.builder.synced()
 	k.builder.flush()
-	if !k.snap.Load().synced || k.Ready() {
-		t.Fatalf("synced %v, Ready %v: want synced and not yet ready", k.snap.Load().synced, k.Ready())
+	if !k.snap.Load().Synced || k.Ready() {
+		t.Fatalf("synced %v, Ready %v: want synced and not yet ready", k.snap.Load().Synced, k.Ready())
 	}
 	if err := k.start(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kube"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,12 +30,12 @@ const resource = "dnsendpoints.externaldns.k8s.io"
 // the store keeps serving it, and they catch up when it returns.
 type kubernetes struct {
 	cfg *config
-	b   *builder
+	b   sink
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	events *eventer // Events on objects: refused claims, invalid endpoints
+	events *kube.Eventer // Events on objects: refused claims, invalid endpoints
 
 	// owners holds k8gb's DNSEndpoints back while their Gslb is served
 	// (source_gslb.go); nil without resources Gslb.
@@ -43,7 +45,7 @@ type kubernetes struct {
 	lastErr map[string]string // namespace -> last list/watch error logged
 }
 
-func newKubernetes(cfg *config, b *builder) *kubernetes {
+func newKubernetes(cfg *config, b sink) *kubernetes {
 	return &kubernetes{cfg: cfg, b: b, lastErr: map[string]string{}}
 }
 
@@ -103,12 +105,12 @@ func (k *kubernetes) start() error {
 		cancel()
 		return fmt.Errorf("kubernetes: %w", err)
 	}
-	k.events = newEventer(cs.CoreV1())
-	k.b.report = func(o *object, reason, message string) { k.events.report(objectRef(o), reason, message) }
+	k.events = kube.NewEventer(cs.CoreV1())
+	k.b.setReporter(func(o *object.Object, reason, message string) { k.events.Report(objectRef(o), reason, message) })
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
-		k.events.run(ctx)
+		k.events.Run(ctx)
 	}()
 
 	if k.cfg.serves(kindGslb) {
@@ -199,9 +201,9 @@ func (k *kubernetes) stop() {
 type cached struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta // name, namespace and resourceVersion only
-	obj               *object
-	bad               []invalid // endpoints skipped, for add to count and log
-	owner             string    // the uid of the Gslb controlling it, when k8gb's operator wrote it
+	obj               *object.Object
+	bad               []object.Invalid // endpoints skipped, for add to count and log
+	owner             string           // the uid of the Gslb controlling it, when k8gb's operator wrote it
 }
 
 // DeepCopyObject implements runtime.Object; what cached points to is immutable.
@@ -226,9 +228,9 @@ func (k *kubernetes) transform(obj any) (any, error) {
 			t = mf.Time.Time
 		}
 	}
-	o, bad := newObject(objectMeta{
-		key: ep.Namespace + "/" + ep.Name, namespace: ep.Namespace, name: ep.Name, uid: string(ep.UID),
-		created: ep.CreationTimestamp.Time, changed: t, labels: ep.Labels, version: resourceVersion(ep),
+	o, bad := object.New(object.Meta{
+		Key: ep.Namespace + "/" + ep.Name, Namespace: ep.Namespace, Name: ep.Name, UID: string(ep.UID),
+		Created: ep.CreationTimestamp.Time, Changed: t, Labels: ep.Labels, Version: resourceVersion(ep),
 	}, ep.Spec.Endpoints, k.cfg.zones, k.cfg.ttl)
 	return &cached{
 		ObjectMeta: metav1.ObjectMeta{Name: ep.Name, Namespace: ep.Namespace, ResourceVersion: ep.ResourceVersion},
@@ -254,10 +256,10 @@ func (k *kubernetes) add(obj any) {
 	}
 	k.recovered()
 	for _, b := range c.bad {
-		invalidEndpoints.WithLabelValues(b.reason).Inc()
-		if b.reason != reasonZone {
-			log.Warningf("DNSEndpoint %s (resourceVersion %s): %s; skipped", c.obj.key, c.ResourceVersion, b.msg)
-			k.events.report(objectRef(c.obj), "InvalidEndpoint", b.msg+"; skipped, the object's other endpoints are served")
+		invalidEndpoints.WithLabelValues(b.Reason).Inc()
+		if b.Reason != object.ReasonZone {
+			log.Warningf("DNSEndpoint %s (resourceVersion %s): %s; skipped", c.obj.Key, c.ResourceVersion, b.Msg)
+			k.events.Report(objectRef(c.obj), "InvalidEndpoint", b.Msg+"; skipped, the object's other endpoints are served")
 		}
 	}
 	if k.owners != nil {
@@ -285,10 +287,10 @@ func (k *kubernetes) delete(obj any) {
 		// A watch's DELETED event carries the deletion's resourceVersion;
 		// a deletion missed during a relist the object's last one.
 		if k.owners != nil {
-			k.owners.remove(c.obj.key, resourceVersion(c))
+			k.owners.remove(c.obj.Key, resourceVersion(c))
 			return
 		}
-		k.b.removeAt(c.obj.key, resourceVersion(c))
+		k.b.removeAt(c.obj.Key, resourceVersion(c))
 	}
 }
 
@@ -333,6 +335,6 @@ func (k *kubernetes) watchError(ns string) cache.WatchErrorHandler {
 }
 
 // dnsEndpointRef names a DNSEndpoint for its Events.
-func dnsEndpointRef(o *object) eventRef {
-	return eventRef{apiVersion: v1alpha1.GroupVersion.String(), kind: "DNSEndpoint", namespace: o.namespace, name: o.name, uid: o.uid}
+func dnsEndpointRef(o *object.Object) kube.Ref {
+	return kube.Ref{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DNSEndpoint", Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 }

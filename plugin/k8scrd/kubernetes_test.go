@@ -256,10 +256,10 @@ func TestKubernetesTransformStripsManagedFieldsKeepsChangeTime(t *testing.T) {
 	if len(got.ManagedFields) != 0 || len(got.Annotations) != 0 || got.Name != "www" || got.Namespace != "web" || got.ResourceVersion != "7" {
 		t.Errorf("transform kept %+v", got.ObjectMeta)
 	}
-	if !got.obj.changed.Equal(changed) {
-		t.Errorf("change time %v, want the managedFields time %v", got.obj.changed, changed)
+	if !got.obj.Changed.Equal(changed) {
+		t.Errorf("change time %v, want the managedFields time %v", got.obj.Changed, changed)
 	}
-	if len(got.obj.at("www.example.org.")) != 1 {
+	if len(got.obj.At("www.example.org.")) != 1 {
 		t.Errorf("converted object %+v, want the one endpoint at www.example.org.", got.obj)
 	}
 	if again, _ := src.transform(out); again != out {

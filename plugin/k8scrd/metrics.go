@@ -41,18 +41,6 @@ var (
 		Name:      "refused_endpoints",
 		Help:      "Endpoints refused now by tenancy, by reason (owner, grant, reserved, localtargets, cover).",
 	}, []string{"reason"})
-	eventsWritten = promauto.NewCounter(prometheus.CounterOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "k8scrd",
-		Name:      "events_total",
-		Help:      "Kubernetes Events written on objects for refused claims and invalid endpoints.",
-	})
-	eventsDropped = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "k8scrd",
-		Name:      "events_dropped_total",
-		Help:      "Events not written, by reason (rate: the object had its share; namespace: the namespace had its share; queue: full; error: the API refused).",
-	}, []string{"reason"})
 	tenancySkipped = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "k8scrd",
@@ -83,24 +71,10 @@ var (
 		Buckets:   []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1},
 	})
 
-	resolverNames = promauto.NewGauge(prometheus.GaugeOpts{
+	gslbIgnoredEndpoints = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "k8scrd",
-		Name:      "resolver_names",
-		Help:      "Status host names resolved now in the background.",
+		Name:      "gslb_ignored_dnsendpoints",
+		Help:      "DNSEndpoints written by k8gb's operator ignored now because the Gslb that controls them is served (resources Gslb).",
 	})
-
-	resolverSkippedNames = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "k8scrd",
-		Name:      "resolver_skipped_names",
-		Help:      "Status host names not resolved now, by reason (cap: beyond the number of names resolved; object: beyond the names resolved per object; noresolver: no resolver configured or in /etc/resolv.conf).",
-	}, []string{"reason"})
-
-	resolverLookups = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "k8scrd",
-		Name:      "resolver_lookups_total",
-		Help:      "Background lookups of status host names (A and AAAA), by result (success, nxdomain, nodata, failure).",
-	}, []string{"result"})
 )

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -27,7 +29,7 @@ func TestRRsetThatFitsNoMessageIsRefused(t *testing.T) {
 	for i := range 250 {
 		fits = append(fits, fmt.Sprintf("10.0.%d.1", i))
 	}
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonSize))
+	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSize))
 	k, _ := newTestPlugin(t, "size.example.", "", map[string]string{"a.yaml": endpointManifest("a",
 		`{dnsName: big.size.example, recordType: TXT, targets: ["`+big+`"]}`,
 		`{dnsName: mixed.size.example, recordType: TXT, targets: ["`+big+`"]}`,
@@ -54,7 +56,7 @@ func TestRRsetThatFitsNoMessageIsRefused(t *testing.T) {
 			t.Errorf("%s %s: got %v, want %s with %d answers", c.name, dns.TypeToString[c.qtype], m, dns.RcodeToString[c.rcode], c.answers)
 		}
 	}
-	if got := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonSize)) - before; got != 3 {
+	if got := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSize)) - before; got != 3 {
 		t.Errorf("invalid_endpoints_total{reason=size} rose by %v, want 3", got)
 	}
 }
@@ -62,17 +64,17 @@ func TestRRsetThatFitsNoMessageIsRefused(t *testing.T) {
 // oversized's size is an upper bound of the packed answer, exact once it
 // says the set is too large.
 func TestOversizedIsExactNearTheLimit(t *testing.T) {
-	b := newBuilder(&config{zones: []string{"size.example."}, ttl: 30, negTTL: 30}, new(atomic.Pointer[snapshot]))
+	b := newBuilder(&config{zones: []string{"size.example."}, ttl: 30, negTTL: 30}, new(atomic.Pointer[tree.Snapshot]))
 	name := "t.size.example."
 	// TXT records of 255-octet strings: each 2 (owner pointer) + 10 + 256 octets.
 	for _, c := range []struct {
 		n    int
 		want bool
 	}{{200, false}, {243, false}, {245, true}} {
-		var s merged
-		s.rtype = dns.TypeTXT
+		var s tree.Merged
+		s.Type = dns.TypeTXT
 		for i := range c.n {
-			s.rrs = append(s.rrs, &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{fmt.Sprintf("%03d", i) + strings.Repeat("y", 252)}})
+			s.RRs = append(s.RRs, &dns.TXT{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{fmt.Sprintf("%03d", i) + strings.Repeat("y", 252)}})
 		}
 		size, too := b.oversized(name, s)
 		if too != c.want {
@@ -80,8 +82,8 @@ func TestOversizedIsExactNearTheLimit(t *testing.T) {
 		}
 		m := new(dns.Msg)
 		m.SetQuestion(name, dns.TypeTXT)
-		m.Answer = s.rrs
-		m.Ns = b.snap.Load().zones["size.example."].soa
+		m.Answer = s.RRs
+		m.Ns = b.snap.Load().Zones["size.example."].SOA
 		m.Compress = true
 		if wire, err := m.Pack(); err != nil || (len(wire) > dns.MaxMsgSize) != c.want || len(wire) > size || (too && len(wire) != size) {
 			t.Errorf("%d TXT records: packed %d octets (%v), oversized said %d, %v", c.n, len(wire), err, size, too)

@@ -5,4 +5,4 @@ package k8scrd
 // plugin answers during start-up already, before the DNS listeners open; a
 // plugin still inside its OnStartup must not be reported ready, or clients
 // that trust /ready find the DNS port closed.
-func (k *K8sCRD) Ready() bool { return k.started.Load() && k.snap.Load().synced }
+func (k *K8sCRD) Ready() bool { return k.started.Load() && k.snap.Load().Synced }

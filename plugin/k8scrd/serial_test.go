@@ -10,6 +10,8 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 	"sigs.k8s.io/external-dns/endpoint"
 )
@@ -20,12 +22,12 @@ func serialBuilder(t *testing.T) *builder {
 	t.Helper()
 	cfg := newConfig()
 	cfg.zones = []string{"a.example.", "b.example."}
-	return newBuilder(cfg, new(atomic.Pointer[snapshot]))
+	return newBuilder(cfg, new(atomic.Pointer[tree.Snapshot]))
 }
 
-func versioned(t *testing.T, key string, version uint64, name, addr string) *object {
+func versioned(t *testing.T, key string, version uint64, name, addr string) *object.Object {
 	t.Helper()
-	o, bad := newObject(objectMeta{key: key, namespace: "ns", name: key, version: version},
+	o, bad := object.New(object.Meta{Key: key, Namespace: "ns", Name: key, Version: version},
 		[]*endpoint.Endpoint{endpoint.NewEndpoint(name, "A", addr)}, []string{"a.example.", "b.example."}, 30)
 	if len(bad) > 0 {
 		t.Fatal(bad)
@@ -34,11 +36,11 @@ func versioned(t *testing.T, key string, version uint64, name, addr string) *obj
 }
 
 func zoneSerial(b *builder, zone string) uint32 {
-	zd := b.snap.Load().zones[zone]
-	if zd.soa[0].(*dns.SOA).Serial != zd.serial {
+	zd := b.snap.Load().Zones[zone]
+	if zd.SOA[0].(*dns.SOA).Serial != zd.Serial {
 		panic("SOA and zone serial differ")
 	}
-	return zd.serial
+	return zd.Serial
 }
 
 func TestSerialIsHighestResourceVersionOfTheZone(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -192,8 +193,8 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 					return nil, c.ArgErr()
 				}
 				v, err := strconv.ParseUint(c.Val(), 10, 32)
-				if err != nil || v > maxTTL {
-					return nil, c.Errf("%s %q: want seconds, 0 to %d", word, c.Val(), maxTTL)
+				if err != nil || v > object.MaxTTL {
+					return nil, c.Errf("%s %q: want seconds, 0 to %d", word, c.Val(), object.MaxTTL)
 				}
 				if word == "ttl" {
 					cfg.ttl = uint32(v)
@@ -309,14 +310,14 @@ func (k *K8sCRD) start() error {
 	}
 	deadline := time.NewTimer(k.cfg.startupWait)
 	defer deadline.Stop()
-	for waiting := true; waiting && !k.snap.Load().synced; {
+	for waiting := true; waiting && !k.snap.Load().Synced; {
 		select {
 		case <-changed:
 		case <-deadline.C:
 			waiting = false
 		}
 	}
-	if !k.snap.Load().synced {
+	if !k.snap.Load().Synced {
 		log.Warningf("Starting without a first sync after %s: answering SERVFAIL for %v until it completes", k.cfg.startupWait, k.Zones)
 	}
 	k.started.Store(true)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -90,25 +91,15 @@ func (s *fileSource) derive(cfg *config, w *dirWorld) *declared {
 	if !cfg.serves(s.kind) && !isGslbKind(s.kind) {
 		return nil
 	}
-	switch o := s.obj.(type) {
-	case *gslbObject:
-		d, out := deriveGslb(o, s.kind, cfg, w)
+	if g, ok := s.obj.(*gslbObject); ok {
+		d, out := deriveGslb(g, s.kind, cfg, w)
 		if out.note != "" {
 			w.noted = append(w.noted, s.key+"\x00"+out.note)
 		}
 		return d
-	case *networkingv1.Ingress:
-		return deriveIngress(o, cfg, w)
-	case *corev1.Service:
-		return deriveService(o, cfg, w)
-	case *gatewayv1.HTTPRoute:
-		return deriveHTTPRoute(o, cfg, w)
-	case *gatewayv1.GRPCRoute:
-		return deriveGRPCRoute(o, cfg, w)
-	case *gatewayv1.TLSRoute:
-		return deriveTLSRoute(o, cfg, w)
 	}
-	return nil
+	d, _ := derive(s.kind, s.obj, cfg, w)
+	return d
 }
 
 // fileSlice is what the directory keeps of an EndpointSlice, as the
@@ -346,15 +337,15 @@ func (d *directory) derive(at time.Time) {
 			// Status host names are not resolved: the directory has no
 			// resolver (README), so only status addresses are targets.
 			o, bad := decl.object(nil, d.cfg.zones, d.cfg.ttl)
-			o.key = s.key
-			if o.created.IsZero() {
-				o.created = f.mtime
+			o.Key = s.key
+			if o.Created.IsZero() {
+				o.Created = f.mtime
 			}
-			o.changed = f.mtime
-			if at.After(o.changed) {
-				o.changed = at
+			o.Changed = f.mtime
+			if at.After(o.Changed) {
+				o.Changed = at
 			}
-			o.version = uint64(max(o.changed.Unix(), 0))
+			o.Version = uint64(max(o.Changed.Unix(), 0))
 			problems := d.logBad(filepath.Join(d.dir, base), s, decl.bad, bad, old)
 			d.derived[s.key] = &derivedFile{decl: decl, problems: problems}
 			d.b.upsert(o)
@@ -379,21 +370,21 @@ func (d *directory) derive(at time.Time) {
 
 // logBad logs what of a derived object cannot be served, in one line, and
 // counts it, unless the same was logged for it last time.
-func (d *directory) logBad(path string, s *fileSource, declBad []string, bad []invalid, old *derivedFile) string {
+func (d *directory) logBad(path string, s *fileSource, declBad []string, bad []object.Invalid, old *derivedFile) string {
 	msgs := slices.Clone(declBad)
 	for _, b := range bad {
-		if b.reason != reasonZone {
-			msgs = append(msgs, b.msg)
+		if b.Reason != object.ReasonZone {
+			msgs = append(msgs, b.Msg)
 		}
 	}
 	msg := strings.Join(msgs, "; ")
 	if msg == "" || old != nil && old.problems == msg {
 		return msg
 	}
-	invalidEndpoints.WithLabelValues(reasonSource).Add(float64(len(declBad)))
+	invalidEndpoints.WithLabelValues(object.ReasonSource).Add(float64(len(declBad)))
 	for _, b := range bad {
-		if b.reason != reasonZone {
-			invalidEndpoints.WithLabelValues(b.reason).Inc()
+		if b.Reason != object.ReasonZone {
+			invalidEndpoints.WithLabelValues(b.Reason).Inc()
 		}
 	}
 	log.Warningf("%s:%d: %s %s/%s: %s; skipped, the rest of it is served", path, s.line, s.kind, s.namespace, s.name, msg)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -87,10 +88,10 @@ func directoryOnly(t *testing.T, body string, files map[string]string) (*directo
 
 // handed takes what the directory handed the builder since the last call:
 // key -> object, nil for a removal.
-func handed(b *builder) map[string]*object {
+func handed(b *builder) map[string]*object.Object {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := map[string]*object{}
+	out := map[string]*object.Object{}
 	for k, c := range b.pending {
 		out[k] = c.obj
 	}
@@ -100,14 +101,14 @@ func handed(b *builder) map[string]*object {
 
 // unready reports whether o holds endpoints at name and all of them are
 // marked unready (health withdraws them from localtargets and gslb).
-func unready(o *object, name string) (declared, marked bool) {
+func unready(o *object.Object, name string) (declared, marked bool) {
 	marked = true
-	for _, e := range o.eps {
-		if e.name != name {
+	for _, e := range o.Endpoints {
+		if e.Name != name {
 			continue
 		}
 		declared = true
-		marked = marked && e.extra != nil && e.extra.unready
+		marked = marked && e.Extra != nil && e.Extra.Unready
 	}
 	return declared, declared && marked
 }
@@ -167,8 +168,8 @@ func TestDirectoryDerivedUnreadyAndOnlyWhatChanged(t *testing.T) {
 	if decl, marked := unready(got[shopKey], "shop.example.org."); !decl || !marked {
 		t.Errorf("unready slice: shop.example.org declared %v, marked unready %v; want both", decl, marked)
 	}
-	if len(got[shopKey].eps) == 0 || len(got[shopKey].eps[0].addrs) != 1 || got[shopKey].eps[0].addrs[0].String() != "192.0.2.10" {
-		t.Errorf("unready host keeps its targets, got %+v", got[shopKey].eps)
+	if len(got[shopKey].Endpoints) == 0 || len(got[shopKey].Endpoints[0].Addrs) != 1 || got[shopKey].Endpoints[0].Addrs[0].String() != "192.0.2.10" {
+		t.Errorf("unready host keeps its targets, got %+v", got[shopKey].Endpoints)
 	}
 
 	// A file that changes nothing derived (a comment) hands nothing over.
@@ -192,7 +193,7 @@ func TestDirectoryDerivedUnreadyAndOnlyWhatChanged(t *testing.T) {
 	}
 }
 
-func keys(m map[string]*object) []string {
+func keys(m map[string]*object.Object) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
@@ -227,7 +228,7 @@ func captureLog(t *testing.T) *syncBuffer {
 
 func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 	logs := captureLog(t)
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonSource))
+	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSource))
 	k, dir := newTestPlugin(t, "example.org", zoneBody+"\nresources Ingress", map[string]string{
 		"slice.yaml": sliceYAML("shop-1", "shop", true),
 		"ingress.yaml": ingressYAML("ok", "ok.example.org", "shop", "192.0.2.12") + "---\n" +
@@ -240,7 +241,7 @@ func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 	if !hasA(k, t, "ok.example.org.", "192.0.2.12")() {
 		t.Error("the other Ingress of the file not served")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonSource)) - before; d != 1 {
+	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
 		t.Errorf("invalidEndpoints{reason=source} rose by %v, want 1", d)
 	}
 	// Derived again (another file changed): not logged again.
@@ -259,7 +260,7 @@ func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], want) {
 		t.Errorf("want one log line containing %q, got %q", want, lines)
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonSource)) - before; d != 1 {
+	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
 		t.Errorf("after a new derivation invalidEndpoints{reason=source} rose by %v, want still 1", d)
 	}
 }
@@ -283,19 +284,19 @@ func TestDirectoryUnknownKindNamesWhatIsAccepted(t *testing.T) {
 	}
 
 	// The same through the handler: the error is counted, the DNSEndpoint served.
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonDecode))
+	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode))
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{"app.yaml": raw})
 	if !hasA(k, t, "x.example.org.", "192.0.2.1")() {
 		t.Error("DNSEndpoint beside a Deployment not served")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonDecode)) - before; d != 1 {
+	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 1 {
 		t.Errorf("decode errors counted: %v, want 1", d)
 	}
 }
 
 func TestDirectoryKnownKindNotServedSkippedSilently(t *testing.T) {
 	logs := captureLog(t)
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonDecode))
+	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode))
 	app := testkit.DNSEndpoint("web", "plain", nil, testkit.EP("plain.example.org", "A", 0, "192.0.2.1")) + "---\n" +
 		ingressYAML("shop", "shop.example.org", "shop", "192.0.2.10") + "---\n" +
 		sliceYAML("shop-1", "shop", true) + "---\n" +
@@ -308,7 +309,7 @@ func TestDirectoryKnownKindNotServedSkippedSilently(t *testing.T) {
 	if !isNXDOMAIN(k, t, "shop.example.org.")() {
 		t.Error("Ingress served although resources does not name it")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(reasonDecode)) - before; d != 0 {
+	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 0 {
 		t.Errorf("known kinds not served counted as decode errors: %v", d)
 	}
 	if strings.Contains(logs.String(), "app.yaml") {

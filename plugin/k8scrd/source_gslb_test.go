@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 
 	corev1 "k8s.io/api/core/v1"
@@ -325,22 +327,22 @@ func TestGslbDeclaredObject(t *testing.T) {
 	g := gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: gslbStrategy{Type: "failover", PrimaryGeoTag: "eu", DNSTtlSeconds: 30}, ServiceHealthPolicy: "All"}, nil, nil)
 	d, _ := deriveGslb(g, kindGslb, lbConfig(), w)
 	o, _ := d.object(nil, []string{"example.org."}, 60)
-	if o.key != "Gslb:web/shop" || len(o.eps) != 1 {
-		t.Fatalf("object %s with %d endpoints, want Gslb:web/shop with 1", o.key, len(o.eps))
+	if o.Key != "Gslb:web/shop" || len(o.Endpoints) != 1 {
+		t.Fatalf("object %s with %d endpoints, want Gslb:web/shop with 1", o.Key, len(o.Endpoints))
 	}
-	e := o.eps[0]
-	if e.extra == nil || !e.extra.unready {
+	e := o.Endpoints[0]
+	if e.Extra == nil || !e.Extra.Unready {
 		t.Errorf("endpoint not marked unready under serviceHealthPolicy All with web/api down")
 	}
-	if e.ttl != 30 {
-		t.Errorf("TTL %d, want 30 (dnsTtlSeconds)", e.ttl)
+	if e.TTL != 30 {
+		t.Errorf("TTL %d, want 30 (dnsTtlSeconds)", e.TTL)
 	}
-	if ref := objectRef(o); ref.apiVersion != "k8gb.io/v1beta1" || ref.kind != "Gslb" {
-		t.Errorf("Events go to %s %s, want k8gb.io/v1beta1 Gslb", ref.apiVersion, ref.kind)
+	if ref := objectRef(o); ref.APIVersion != "k8gb.io/v1beta1" || ref.Kind != "Gslb" {
+		t.Errorf("Events go to %s %s, want k8gb.io/v1beta1 Gslb", ref.APIVersion, ref.Kind)
 	}
-	o.kind = kindGslbLegacy
-	if ref := objectRef(o); ref.apiVersion != "k8gb.absa.oss/v1beta1" || ref.kind != "Gslb" {
-		t.Errorf("Events go to %s %s, want k8gb.absa.oss/v1beta1 Gslb", ref.apiVersion, ref.kind)
+	o.Kind = kindGslbLegacy
+	if ref := objectRef(o); ref.APIVersion != "k8gb.absa.oss/v1beta1" || ref.Kind != "Gslb" {
+		t.Errorf("Events go to %s %s, want k8gb.absa.oss/v1beta1 Gslb", ref.APIVersion, ref.Kind)
 	}
 }
 
@@ -374,11 +376,11 @@ func TestK8gbController(t *testing.T) {
 func TestGslbOwnersHoldBackOperatorRecords(t *testing.T) {
 	cfg := newConfig()
 	cfg.zones = []string{"example.org."}
-	var snap atomic.Pointer[snapshot]
+	var snap atomic.Pointer[tree.Snapshot]
 	b := newBuilder(cfg, &snap)
 	g := newGslbOwners(b)
-	mk := func(name string) *object {
-		o, _ := newObject(objectMeta{key: "web/" + name, namespace: "web", name: name},
+	mk := func(name string) *object.Object {
+		o, _ := object.New(object.Meta{Key: "web/" + name, Namespace: "web", Name: name},
 			[]*endpoint.Endpoint{{DNSName: name + ".example.org", RecordType: "A", Targets: endpoint.Targets{"198.51.100.1"}}}, cfg.zones, 30)
 		return o
 	}

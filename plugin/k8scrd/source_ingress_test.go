@@ -521,9 +521,9 @@ func TestIngressDerivedObjectMarksUnreadyHosts(t *testing.T) {
 		t.Fatalf("invalid endpoints %v", bad)
 	}
 	var got []string
-	for _, e := range o.eps {
-		s := fmt.Sprintf("%s %d %v", e.name, e.rtype, e.addrs)
-		if e.extra != nil && e.extra.unready {
+	for _, e := range o.Endpoints {
+		s := fmt.Sprintf("%s %d %v", e.Name, e.Type, e.Addrs)
+		if e.Extra != nil && e.Extra.Unready {
 			s += " unready"
 		}
 		got = append(got, s)
@@ -536,8 +536,8 @@ func TestIngressDerivedObjectMarksUnreadyHosts(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("endpoints\n%q\nwant\n%q", got, want)
 	}
-	if o.kind != kindIngress || o.key != sourceKey(kindIngress, "web", "shop") {
-		t.Errorf("object kind %q key %q", o.kind, o.key)
+	if o.Kind != kindIngress || o.Key != sourceKey(kindIngress, "web", "shop") {
+		t.Errorf("object kind %q key %q", o.Kind, o.Key)
 	}
 }
 

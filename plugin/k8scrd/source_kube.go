@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kube"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/resolve"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -41,7 +44,7 @@ import (
 // installed later are served without a restart.
 type cluster struct {
 	cfg *config
-	b   *builder
+	b   sink
 	res hostResolver // nil: status host names are not resolved
 
 	cs  clientset.Interface
@@ -71,11 +74,11 @@ type cluster struct {
 	owners *gslbOwners
 }
 
-// hostResolver resolves load balancers' status host names (source_resolve.go).
+// hostResolver resolves load balancers' status host names (package resolve).
 type hostResolver interface {
-	track(key string, hostnames []string, annotated bool)
-	addrs(hostname string) []netip.Addr
-	run(stop <-chan struct{})
+	Track(key string, hostnames []string, annotated bool)
+	Addrs(hostname string) []netip.Addr
+	Run(stop <-chan struct{})
 }
 
 // syncMarker is queued after the informers' first listing: when the worker
@@ -138,7 +141,7 @@ func (w *watched) list() []any {
 	return all
 }
 
-func newCluster(cfg *config, b *builder, rc *rest.Config) (*cluster, error) {
+func newCluster(cfg *config, b sink, rc *rest.Config) (*cluster, error) {
 	cs, err := clientset.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -162,7 +165,7 @@ func newCluster(cfg *config, b *builder, rc *rest.Config) (*cluster, error) {
 		bad:     map[string]string{},
 		gone:    map[string]uint64{},
 	}
-	c.res = newResolver(cfg.resolvers, resolveFloor, resolveCeiling, resolveMaxNames, func(keys []string) {
+	c.res = resolve.New(cfg.resolvers, resolveFloor, resolveCeiling, resolveMaxNames, func(keys []string) {
 		for _, k := range keys {
 			c.queue.Add(k)
 		}
@@ -240,7 +243,7 @@ func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cach
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.res.run(ctx.Done())
+			c.res.Run(ctx.Done())
 		}()
 	}
 	marked := false
@@ -614,24 +617,17 @@ func (c *cluster) sync(key string) {
 	var d *declared
 	var parents []string // a route's Gateways, read even when they do not accept it (yet)
 	obj := w.get(ns, name)
-	switch o := obj.(type) {
-	case *networkingv1.Ingress:
-		d = deriveIngress(o, c.cfg, c)
-	case *corev1.Service:
-		d = deriveService(o, c.cfg, c)
-	case *gatewayv1.HTTPRoute:
-		d, parents = deriveHTTPRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
-	case *gatewayv1.GRPCRoute:
-		d, parents = deriveGRPCRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
-	case *gatewayv1.TLSRoute:
-		d, parents = deriveTLSRoute(o, c.cfg, c), routeParents(ns, o.Spec.ParentRefs)
-	case *gslbObject:
+	if _, ok := obj.(*gslbObject); ok {
 		d, parents = c.deriveGslbAt(key, kind, ns, name)
+	} else {
+		var refs []gatewayv1.ParentReference
+		d, refs = derive(kind, obj, c.cfg, c)
+		parents = routeParents(ns, refs)
 	}
 	if d == nil {
 		c.use(key, parents)
 		if c.res != nil {
-			c.res.track(key, nil, false)
+			c.res.Track(key, nil, false)
 		}
 		c.mu.Lock()
 		delete(c.bad, key)
@@ -659,8 +655,8 @@ func (c *cluster) sync(key string) {
 	c.use(key, uses)
 	var resolved func(string) []netip.Addr
 	if c.res != nil {
-		c.res.track(key, d.hostnames, d.annotatedHostnames)
-		resolved = c.res.addrs
+		c.res.Track(key, d.hostnames, d.annotatedHostnames)
+		resolved = c.res.Addrs
 	}
 	// A change of health is a change of the object's answers: the
 	// propagation delay counts from the newest write to its slices too.
@@ -671,11 +667,11 @@ func (c *cluster) sync(key string) {
 		}
 	}
 	o, bad := d.object(resolved, c.cfg.zones, c.cfg.ttl)
-	o.version = c.version(obj, d)
+	o.Version = c.version(obj, d)
 	problems := slices.Clone(d.bad)
 	for _, b := range bad {
-		if b.reason != reasonZone {
-			problems = append(problems, b.msg)
+		if b.Reason != object.ReasonZone {
+			problems = append(problems, b.Msg)
 		}
 	}
 	c.logBad(key, kind, ns, name, problems)
@@ -716,11 +712,9 @@ func (c *cluster) logBad(key, kind, ns, name string, problems []string) {
 	if same || msg == "" {
 		return
 	}
-	invalidEndpoints.WithLabelValues(reasonSource).Add(float64(len(problems)))
+	invalidEndpoints.WithLabelValues(object.ReasonSource).Add(float64(len(problems)))
 	log.Warningf("%s %s/%s: %s; skipped, the rest of it is served", kind, ns, name, msg)
-	if c.b.report != nil {
-		c.b.report(&object{kind: kind, namespace: ns, name: name}, "InvalidEndpoint", msg+"; skipped, the rest of it is served")
-	}
+	c.b.report(&object.Object{Kind: kind, Namespace: ns, Name: name}, "InvalidEndpoint", msg+"; skipped, the rest of it is served")
 }
 
 // use records what the derivation of key read.
@@ -825,18 +819,18 @@ func routeParents(ns string, refs []gatewayv1.ParentReference) []string {
 }
 
 // objectRef names an object for its Events.
-func objectRef(o *object) eventRef {
-	switch o.kind {
+func objectRef(o *object.Object) kube.Ref {
+	switch o.Kind {
 	case kindIngress:
-		return eventRef{apiVersion: "networking.k8s.io/v1", kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: "networking.k8s.io/v1", Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	case kindService:
-		return eventRef{apiVersion: "v1", kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: "v1", Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	case kindHTTPRoute, kindGRPCRoute, kindTLSRoute:
-		return eventRef{apiVersion: gatewayv1.GroupVersion.String(), kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: gatewayv1.GroupVersion.String(), Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	case kindGslb:
-		return eventRef{apiVersion: gslbGroup + "/" + gslbVersion, kind: kindGslb, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: gslbGroup + "/" + gslbVersion, Kind: kindGslb, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	case kindGslbLegacy:
-		return eventRef{apiVersion: gslbLegacyGroup + "/" + gslbVersion, kind: kindGslb, namespace: o.namespace, name: o.name, uid: o.uid}
+		return kube.Ref{APIVersion: gslbLegacyGroup + "/" + gslbVersion, Kind: kindGslb, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 	}
 	return dnsEndpointRef(o)
 }

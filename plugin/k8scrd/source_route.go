@@ -14,7 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// A route's hosts, targets and health (DESIGN.md, "Sources"):
+// A route's hosts, targets and health (docs/architecture.md, and this plugin's README):
 //
 //   - A parent counts when it is a Gateway that exists (and is of a class
 //     `gateway_class` names, when it names any) and the route's
@@ -25,7 +25,8 @@ import (
 //     listeners the route attaches to (by sectionName and port, of a
 //     protocol of the route's kind, whose allowedRoutes admit it), those
 //     inside the zones.
-//   - Its targets are the counting Gateways' status.addresses.
+//   - A host's targets are the status.addresses of the counting Gateways
+//     whose listeners took that host (not of every Gateway the route is on).
 //   - Every host is ready when a backendRefs Service has a ready endpoint; a
 //     Service in another namespace counts only when a counting parent says
 //     ResolvedRefs=True (its ReferenceGrant let the reference resolve).
@@ -97,6 +98,9 @@ func deriveRoute(v *routeView, cfg *config, w world) *declared {
 		addrs         []netip.Addr
 		hostnames     []string
 		gateways, bad []string
+		// perHost are the targets of each host: those of the Gateways
+		// whose listeners admitted it, not of every Gateway the route is on.
+		perHost = map[string]*hostTargets{}
 	)
 	for i := range v.parentRefs {
 		ref := &v.parentRefs[i]
@@ -119,6 +123,7 @@ func deriveRoute(v *routeView, cfg *config, w world) *declared {
 		counted = true
 		resolvedRefs = resolvedRefs || resolved
 
+		var admitted []string // the hosts this Gateway's listeners take
 		attached := false
 		for j := range gw.Spec.Listeners {
 			l := &gw.Spec.Listeners[j]
@@ -126,13 +131,15 @@ func deriveRoute(v *routeView, cfg *config, w world) *declared {
 				continue
 			}
 			attached = true
-			hosts = append(hosts, routeListenerHosts(v.hostnames, l.Hostname)...)
+			admitted = append(admitted, routeListenerHosts(v.hostnames, l.Hostname)...)
 		}
 		if !attached {
 			// Accepted, yet no listener of this Gateway takes the route:
 			// its addresses serve none of the route's hosts.
 			continue
 		}
+		hosts = append(hosts, admitted...)
+		nAddrs, nHostnames := len(addrs), len(hostnames)
 		for _, a := range gw.Status.Addresses {
 			switch {
 			case a.Type == nil || *a.Type == gatewayv1.IPAddressType:
@@ -152,6 +159,15 @@ func deriveRoute(v *routeView, cfg *config, w world) *declared {
 			}
 			// Other types (NamedAddress, implementation-specific) name no
 			// address DNS can give: not served, not an error.
+		}
+		for _, h := range admitted {
+			t := perHost[h]
+			if t == nil {
+				t = &hostTargets{}
+				perHost[h] = t
+			}
+			t.addrs = append(t.addrs, addrs[nAddrs:]...)
+			t.hostnames = append(t.hostnames, hostnames[nHostnames:]...)
 		}
 	}
 	if !counted {
@@ -199,7 +215,17 @@ func deriveRoute(v *routeView, cfg *config, w world) *declared {
 		if zones.Matches(h) == "" {
 			continue
 		}
-		d.hosts = append(d.hosts, declaredHost{name: h, ready: ready})
+		dh := declaredHost{name: h, ready: ready}
+		// A host admitted by fewer Gateways than the route is on has
+		// targets of its own; the others share the route's.
+		if t := perHost[h]; t != nil {
+			t.addrs = routeSortedUnique(t.addrs, netip.Addr.Compare)
+			t.hostnames = routeSortedUnique(t.hostnames, strings.Compare)
+			if !slices.Equal(t.addrs, d.addrs) || !slices.Equal(t.hostnames, d.hostnames) {
+				dh.own = t
+			}
+		}
+		d.hosts = append(d.hosts, dh)
 	}
 	return d
 }

@@ -741,13 +741,13 @@ func TestDeriveRouteObject(t *testing.T) {
 	if len(bad) != 0 {
 		t.Fatalf("invalid %v", bad)
 	}
-	if o.key != sourceKey(kindHTTPRoute, "web", "www") || o.kind != kindHTTPRoute {
-		t.Errorf("key %q kind %q", o.key, o.kind)
+	if o.Key != sourceKey(kindHTTPRoute, "web", "www") || o.Kind != kindHTTPRoute {
+		t.Errorf("key %q kind %q", o.Key, o.Kind)
 	}
 	for _, name := range []string{"www.example.org.", "*.shop.example.org."} {
 		var got []string
-		for _, e := range o.at(name) {
-			got = append(got, fmt.Sprintf("%s %v unready=%v", dns.TypeToString[e.rtype], e.addrs, e.extra != nil && e.extra.unready))
+		for _, e := range o.At(name) {
+			got = append(got, fmt.Sprintf("%s %v unready=%v", dns.TypeToString[e.Type], e.Addrs, e.Extra != nil && e.Extra.Unready))
 		}
 		want := []string{"A [192.0.2.10] unready=false", "AAAA [2001:db8::10] unready=false"}
 		if !slices.Equal(got, want) {
@@ -758,9 +758,48 @@ func TestDeriveRouteObject(t *testing.T) {
 	// Backends down: the same declaration, its endpoints marked unready.
 	clear(w.readyServices)
 	o, _ = deriveHTTPRoute(r, cfg, w).object(nil, cfg.zones, cfg.ttl)
-	for _, e := range o.at("www.example.org.") {
-		if e.extra == nil || !e.extra.unready {
-			t.Errorf("%s %s: not marked unready", e.name, dns.TypeToString[e.rtype])
+	eps := o.At("www.example.org.")
+	if len(eps) != 2 {
+		t.Fatalf("backends down: %d endpoints at www.example.org., want the same 2 (A and AAAA)", len(eps))
+	}
+	for _, e := range eps {
+		if e.Extra == nil || !e.Extra.Unready {
+			t.Errorf("%s %s: not marked unready", e.Name, dns.TypeToString[e.Type])
+		}
+	}
+}
+
+// TestRouteTargetsPerAdmittingListener: a route attached to two Gateways
+// whose listeners each admit one of its hosts serves at each host the
+// addresses of the Gateway that admitted it, not both Gateways'.
+func TestRouteTargetsPerAdmittingListener(t *testing.T) {
+	w := routeTestWorld{
+		gateways: map[string]*gatewayv1.Gateway{
+			"web/gw-a": routeGateway("web", "gw-a", []gatewayv1.Listener{routeListener("http", 80, gatewayv1.HTTPProtocolType, "a.example.org", "")}, "192.0.2.10", "2001:db8::10"),
+			"web/gw-b": routeGateway("web", "gw-b", []gatewayv1.Listener{routeListener("http", 80, gatewayv1.HTTPProtocolType, "b.example.org", "")}, "192.0.2.20"),
+		},
+		readyServices: map[string]bool{"web/app": true},
+	}
+	r := routeHTTP()
+	a, b := routeParent("gw-a"), routeParent("gw-b")
+	r.Spec.ParentRefs = []gatewayv1.ParentReference{a, b}
+	r.Status.Parents = []gatewayv1.RouteParentStatus{routeStatus(a, routeAccepted), routeStatus(b, routeAccepted)}
+	r.Spec.Hostnames = []gatewayv1.Hostname{"a.example.org", "b.example.org"}
+	cfg := routeConfig()
+	o, bad := deriveHTTPRoute(r, cfg, w).object(nil, cfg.zones, cfg.ttl)
+	if len(bad) != 0 {
+		t.Fatalf("invalid %v", bad)
+	}
+	for name, want := range map[string][]string{
+		"a.example.org.": {"A [192.0.2.10]", "AAAA [2001:db8::10]"},
+		"b.example.org.": {"A [192.0.2.20]"},
+	} {
+		var got []string
+		for _, e := range o.At(name) {
+			got = append(got, fmt.Sprintf("%s %v", dns.TypeToString[e.Type], e.Addrs))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
 		}
 	}
 }

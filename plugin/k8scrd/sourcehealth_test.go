@@ -12,13 +12,14 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 )
 
 // derived returns the builder's object of a declared object of kind at
 // hosts (name, ready pairs in any order) with addrs as its status
 // addresses, made by (*declared).object as the sources make it.
-func derived(t *testing.T, k *K8sCRD, kind, name string, created time.Time, addrs []string, hosts ...any) *object {
+func derived(t *testing.T, k *K8sCRD, kind, name string, created time.Time, addrs []string, hosts ...any) *object.Object {
 	t.Helper()
 	d := &declared{kind: kind, namespace: "shop", name: name, uid: "uid-" + name, created: created}
 	for i := 0; i < len(hosts); i += 2 {
@@ -113,7 +114,7 @@ func TestSourceHealthWithdrawsOnlyFromReady(t *testing.T) {
 		t.Errorf("every contributor ready, Withdrawn %+v", shop.Withdrawn)
 	}
 	// And unready again, now the only object at shop: everything withdrawn.
-	k.builder.remove(svc.key)
+	k.builder.remove(svc.Key)
 	k.builder.upsert(ing)
 	hostState(t, k, "shop.example.org.", []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"}, []string{})
 }

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"sigs.k8s.io/external-dns/endpoint"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // The kinds that `resources` names: the sources of the store. DNSEndpoint
 // objects carry records; the others are the cluster's own objects, whose
-// hosts, targets and health k8scrd derives (DESIGN.md, "Sources").
+// hosts, targets and health k8scrd derives (docs/architecture.md, and this plugin's README).
 const (
 	kindDNSEndpoint = "DNSEndpoint"
 	kindIngress     = "Ingress"
@@ -85,6 +86,16 @@ type declaredHost struct {
 	// ready: a Service behind this host has a ready endpoint. Unready hosts
 	// keep their declaration; their targets leave localtargets- and gslb answers.
 	ready bool
+	// own, when set, are the host's targets in place of the object's: a
+	// route's host admitted by only some of the Gateways it is on.
+	own *hostTargets
+}
+
+// hostTargets are the status addresses (sorted, unique) and status host
+// names (sorted, unique) one host is served with.
+type hostTargets struct {
+	addrs     []netip.Addr
+	hostnames []string
 }
 
 // world is what a derivation reads besides the object itself: the informers'
@@ -131,8 +142,8 @@ func annotatedTTL(annotations map[string]string) (ttl uint32, ok bool, bad strin
 		return 0, false, ""
 	}
 	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
-	if err != nil || n > maxTTL {
-		return 0, false, "annotation " + annotationTTL + "=" + strconv.Quote(v) + ": want seconds, 0 to " + strconv.Itoa(maxTTL) + "; the default TTL is used"
+	if err != nil || n > object.MaxTTL {
+		return 0, false, "annotation " + annotationTTL + "=" + strconv.Quote(v) + ": want seconds, 0 to " + strconv.Itoa(object.MaxTTL) + "; the default TTL is used"
 	}
 	return uint32(n), true, ""
 }
@@ -142,14 +153,55 @@ func annotatedTTL(annotations map[string]string) (ttl uint32, ok bool, bad strin
 // answers NODATA rather than NXDOMAIN) and an AAAA endpoint when there are
 // IPv6 targets, with the status addresses and those resolved of the status
 // host names (resolved may be nil). Unready hosts' endpoints are marked so.
-func (d *declared) object(resolved func(hostname string) []netip.Addr, zones []string, defaultTTL uint32) (*object, []invalid) {
-	addrs := slices.Clone(d.addrs)
+func (d *declared) object(resolved func(hostname string) []netip.Addr, zones []string, defaultTTL uint32) (*object.Object, []object.Invalid) {
+	v4, v6 := targets(d.addrs, d.hostnames, resolved)
+	var ttl endpoint.TTL
+	if d.ttlSet {
+		ttl = endpoint.TTL(d.ttl)
+	}
+	eps := make([]*endpoint.Endpoint, 0, 2*len(d.hosts))
+	for _, h := range d.hosts {
+		v4, v6 := v4, v6
+		if h.own != nil {
+			v4, v6 = targets(h.own.addrs, h.own.hostnames, resolved)
+		}
+		eps = append(eps, &endpoint.Endpoint{DNSName: h.name, RecordType: "A", Targets: v4, RecordTTL: ttl, ProviderSpecific: d.props})
+		if len(v6) > 0 {
+			eps = append(eps, &endpoint.Endpoint{DNSName: h.name, RecordType: "AAAA", Targets: v6, RecordTTL: ttl, ProviderSpecific: d.props})
+		}
+	}
+	o, bad := object.New(object.Meta{
+		Key: sourceKey(d.kind, d.namespace, d.name), Namespace: d.namespace, Name: d.name, UID: d.uid,
+		Created: d.created, Changed: d.changed, Labels: d.labels,
+	}, eps, zones, defaultTTL)
+	o.Kind = d.kind
+	o.Verbatim = false // k8gb's labels mark its operator's DNSEndpoints, never these objects
+	for i := range o.Endpoints {
+		e := &o.Endpoints[i]
+		j, ok := slices.BinarySearchFunc(d.hosts, e.Name, func(h declaredHost, name string) int { return strings.Compare(h.name, name) })
+		if !ok || d.hosts[j].ready {
+			continue
+		}
+		if e.Extra == nil {
+			e.Extra = &object.EndpointExtra{}
+		} else {
+			x := *e.Extra
+			e.Extra = &x
+		}
+		e.Extra.Unready = true
+	}
+	return o, bad
+}
+
+// targets returns addrs and the addresses resolved of hostnames (resolved
+// may be nil) as the targets of A and AAAA endpoints, sorted and unique.
+func targets(addrs []netip.Addr, hostnames []string, resolved func(hostname string) []netip.Addr) (v4, v6 []string) {
+	addrs = slices.Clone(addrs)
 	if resolved != nil {
-		for _, h := range d.hostnames {
+		for _, h := range hostnames {
 			addrs = append(addrs, resolved(h)...)
 		}
 	}
-	var v4, v6 []string
 	for _, a := range addrs {
 		if a.Is4() || a.Is4In6() {
 			v4 = append(v4, a.Unmap().String())
@@ -161,36 +213,5 @@ func (d *declared) object(resolved func(hostname string) []netip.Addr, zones []s
 	v4 = slices.Compact(v4)
 	slices.Sort(v6)
 	v6 = slices.Compact(v6)
-	var ttl endpoint.TTL
-	if d.ttlSet {
-		ttl = endpoint.TTL(d.ttl)
-	}
-	eps := make([]*endpoint.Endpoint, 0, 2*len(d.hosts))
-	for _, h := range d.hosts {
-		eps = append(eps, &endpoint.Endpoint{DNSName: h.name, RecordType: "A", Targets: v4, RecordTTL: ttl, ProviderSpecific: d.props})
-		if len(v6) > 0 {
-			eps = append(eps, &endpoint.Endpoint{DNSName: h.name, RecordType: "AAAA", Targets: v6, RecordTTL: ttl, ProviderSpecific: d.props})
-		}
-	}
-	o, bad := newObject(objectMeta{
-		key: sourceKey(d.kind, d.namespace, d.name), namespace: d.namespace, name: d.name, uid: d.uid,
-		created: d.created, changed: d.changed, labels: d.labels,
-	}, eps, zones, defaultTTL)
-	o.kind = d.kind
-	o.verbatim = false // k8gb's labels mark its operator's DNSEndpoints, never these objects
-	for i := range o.eps {
-		e := &o.eps[i]
-		j, ok := slices.BinarySearchFunc(d.hosts, e.name, func(h declaredHost, name string) int { return strings.Compare(h.name, name) })
-		if !ok || d.hosts[j].ready {
-			continue
-		}
-		if e.extra == nil {
-			e.extra = &endpointExtra{}
-		} else {
-			x := *e.extra
-			e.extra = &x
-		}
-		e.extra.unready = true
-	}
-	return o, bad
+	return v4, v6
 }

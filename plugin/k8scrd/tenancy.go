@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
 
@@ -87,7 +89,7 @@ func (cfg *config) strictish() bool { return cfg.strict || len(cfg.grants) > 0 }
 
 // refusal is one object's endpoints refused at a name, and why.
 type refusal struct {
-	o       *object
+	o       *object.Object
 	reason  string
 	message string
 }
@@ -104,7 +106,7 @@ type refusal struct {
 //   - A literal localtargets-<host> record is served only from a
 //     k8gb-labelled object of the namespace that owns <host> (in shared
 //     tenancy: that publishes <host>): peers take it as this cluster's answer.
-func (b *builder) admit(name string, objs []*object) (kept []*object, owner string, refused []refusal) {
+func (b *builder) admit(name string, objs []*object.Object) (kept []*object.Object, owner string, refused []refusal) {
 	gs := b.cfg.grants
 	holder := ""
 	if len(gs) > 0 {
@@ -116,25 +118,25 @@ func (b *builder) admit(name string, objs []*object) (kept []*object, owner stri
 		case reserved(name):
 			refused = append(refused, refusal{o, refusedReserved, fmt.Sprintf("%s is answered by gslb itself; records there are not served", name)})
 			continue
-		case len(gs) > 0 && o.namespace != holder:
-			msg := fmt.Sprintf("no tenant grant of namespace %q covers %s", o.namespace, name)
+		case len(gs) > 0 && o.Namespace != holder:
+			msg := fmt.Sprintf("no tenant grant of namespace %q covers %s", o.Namespace, name)
 			if holder != "" {
 				msg += fmt.Sprintf(" (granted to %q)", holder)
 			}
 			refused = append(refused, refusal{o, refusedGrant, msg})
 			continue
-		case b.cfg.strict && owner != "" && o.namespace != owner:
+		case b.cfg.strict && owner != "" && o.Namespace != owner:
 			refused = append(refused, refusal{o, refusedOwner, fmt.Sprintf("%s belongs to namespace %q, whose object published it first", name, owner)})
 			continue
-		case literal && !o.verbatim:
+		case literal && !o.Verbatim:
 			refused = append(refused, refusal{o, refusedLocalTargets, fmt.Sprintf("%s is this cluster's answer to its peers, assembled from %s; a literal record is served only from a k8gb-labelled object", name, host)})
 			continue
-		case literal && !b.publishes(host, o.namespace):
-			refused = append(refused, refusal{o, refusedLocalTargets, fmt.Sprintf("%s: namespace %q does not own %s", name, o.namespace, host)})
+		case literal && !b.publishes(host, o.Namespace):
+			refused = append(refused, refusal{o, refusedLocalTargets, fmt.Sprintf("%s: namespace %q does not own %s", name, o.Namespace, host)})
 			continue
 		}
 		if b.cfg.strictish() && owner == "" {
-			owner = o.namespace
+			owner = o.Namespace
 		}
 		kept = append(kept, o)
 	}
@@ -148,7 +150,7 @@ func (b *builder) publishes(host, ns string) bool {
 		return b.owner[host] == ns
 	}
 	for _, o := range b.declaredBy(host) {
-		if o.namespace == ns {
+		if o.Namespace == ns {
 			return true
 		}
 	}
@@ -183,7 +185,7 @@ func (b *builder) setOwner(name, zone, owner string) (again []string) {
 	} else {
 		b.owner[name] = owner
 	}
-	for p := parent(name); p != "" && len(p) >= len(zone); p = parent(p) {
+	for p := tree.Parent(name); p != "" && len(p) >= len(zone); p = tree.Parent(p) {
 		below := b.ownedBelow[p]
 		if below == nil {
 			below = map[string]int32{}
@@ -217,10 +219,10 @@ func (b *builder) setOwner(name, zone, owner string) (again []string) {
 func (b *builder) refuse(name string, refused []refusal) (endpoints int) {
 	now := map[string]int{}
 	for _, r := range refused {
-		n := len(r.o.at(name))
+		n := len(r.o.At(name))
 		now[r.reason] += n
 		endpoints += n
-		if b.report != nil {
+		if b.reporter != nil {
 			b.report(r.o, "NameRefused", r.message)
 		}
 	}
@@ -247,7 +249,7 @@ func (b *builder) refuse(name string, refused []refusal) (endpoints int) {
 func messageOf(refused []refusal, reason string) string {
 	for _, r := range refused {
 		if r.reason == reason {
-			return r.o.namespace + "/" + r.o.name + ": " + r.message
+			return r.o.Namespace + "/" + r.o.Name + ": " + r.message
 		}
 	}
 	return ""

@@ -2,11 +2,10 @@ package k8scrd
 
 import (
 	"errors"
-	"slices"
-	"strings"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/transfer"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
 
@@ -20,50 +19,38 @@ func (k *K8sCRD) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 		return nil, transfer.ErrNotAuthoritative
 	}
 	s := k.snap.Load()
-	if !s.synced {
+	if !s.Synced {
 		return nil, errNotSynced
 	}
-	z := s.zones[zone]
+	z := s.Zones[zone]
 	ch := make(chan []dns.RR, 2)
-	ch <- z.soa
-	if serial != 0 && serial >= z.serial {
+	ch <- z.SOA
+	if serial != 0 && serial >= z.Serial {
 		close(ch)
 		return ch, nil
 	}
 	go func() {
 		defer close(ch)
-		ch <- z.ns
+		ch <- z.NS
 		var names []string
-		for _, sh := range s.shards {
+		for _, sh := range s.Shards {
 			for name, n := range sh {
-				if n.declared() && plugin.Zones(k.Zones).Matches(name) == zone {
+				if n.Declared() && plugin.Zones(k.Zones).Matches(name) == zone {
 					names = append(names, name)
 				}
 			}
 		}
-		sortCanonical(names)
+		tree.SortCanonical(names)
 		for _, name := range names {
-			n := s.get(name)
-			for _, set := range n.rrsets { // ordered by type
-				if name == zone && set.rtype == dns.TypeNS {
+			n := s.Get(name)
+			for _, set := range n.RRsets { // ordered by type
+				if name == zone && set.Type == dns.TypeNS {
 					continue // sent above
 				}
-				ch <- set.rrs
+				ch <- set.RRs
 			}
 		}
-		ch <- z.soa
+		ch <- z.SOA
 	}()
 	return ch, nil
-}
-
-// sortCanonical sorts names label by label from the right (RFC 4034 §6.1;
-// names are lower case already), computing each name's key once.
-func sortCanonical(names []string) {
-	keys := make(map[string]string, len(names))
-	for _, n := range names {
-		labels := dns.SplitDomainName(n)
-		slices.Reverse(labels)
-		keys[n] = strings.Join(labels, "\x00")
-	}
-	slices.SortFunc(names, func(a, b string) int { return strings.Compare(keys[a], keys[b]) })
 }

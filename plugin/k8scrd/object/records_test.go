@@ -1,9 +1,10 @@
-package k8scrd
+package object
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 	"sigs.k8s.io/external-dns/endpoint"
 )
@@ -43,15 +44,15 @@ func TestTargetFormats(t *testing.T) {
 
 func TestTargetFormatsRejected(t *testing.T) {
 	for _, tc := range []struct{ name, rtype, target, reason string }{
-		{"x.example.org", "A", "300.1.1.1", reasonTarget},
-		{"x.example.org", "A", "fe80::1%eth0", reasonTarget},
-		{"x.example.org", "MX", "mail.example.org", reasonTarget},
-		{"x.example.org", "SRV", "1 2 70000 h.example.org", reasonTarget},
-		{"x.example.org", "CAA", "issue", reasonTarget},
-		{"x.example.org", "CNAME", "bad name", reasonTarget},
-		{"x.example.org", "SOA", "a b 1 2 3 4 5", reasonType},
-		{"x.example.net", "A", "192.0.2.1", reasonZone},
-		{"x..example.org", "A", "192.0.2.1", reasonName},
+		{"x.example.org", "A", "300.1.1.1", ReasonTarget},
+		{"x.example.org", "A", "fe80::1%eth0", ReasonTarget},
+		{"x.example.org", "MX", "mail.example.org", ReasonTarget},
+		{"x.example.org", "SRV", "1 2 70000 h.example.org", ReasonTarget},
+		{"x.example.org", "CAA", "issue", ReasonTarget},
+		{"x.example.org", "CNAME", "bad name", ReasonTarget},
+		{"x.example.org", "SOA", "a b 1 2 3 4 5", ReasonType},
+		{"x.example.net", "A", "192.0.2.1", ReasonZone},
+		{"x..example.org", "A", "192.0.2.1", ReasonName},
 	} {
 		if _, _, reason, err := convert(endpoint.NewEndpoint(tc.name, tc.rtype, tc.target), []string{"example.org."}, 30); err == nil || reason != tc.reason {
 			t.Errorf("%s %s %q: reason %q (%v), want %q", tc.name, tc.rtype, tc.target, reason, err, tc.reason)
@@ -99,13 +100,13 @@ func TestTXTTextSurvivesTheWire(t *testing.T) {
 
 // records returns the records e serves on its own: for A and AAAA they are
 // built from its addresses, as the snapshot builds them.
-func records(e *rrEndpoint) []dns.RR {
-	hdr := dns.RR_Header{Name: e.name, Rrtype: e.rtype, Class: dns.ClassINET, Ttl: e.ttl}
-	switch e.rtype {
+func records(e *Endpoint) []dns.RR {
+	hdr := dns.RR_Header{Name: e.Name, Rrtype: e.Type, Class: dns.ClassINET, Ttl: e.TTL}
+	switch e.Type {
 	case dns.TypeA:
-		return aRecords(hdr, e.addrs)
+		return tree.ARecords(hdr, e.Addrs)
 	case dns.TypeAAAA:
-		return aaaaRecords(hdr, e.addrs)
+		return tree.AAAARecords(hdr, e.Addrs)
 	}
-	return e.rrs
+	return e.RRs
 }

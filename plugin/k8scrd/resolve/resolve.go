@@ -1,4 +1,4 @@
-package k8scrd
+package resolve
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 // load balancers do). A GSLB answer and a localtargets- answer carry
 // addresses only, and a GSLB block has no forward to follow a CNAME with, so
 // k8scrd resolves those names itself, in the background: the query path
-// reads the last good addresses and never waits for a lookup (DESIGN.md,
-// "Sources").
+// reads the last good addresses and never waits for a lookup
+// (docs/architecture.md, and the k8scrd README).
 
 const (
 	// resolverTimeout bounds one query to one server; the next server is

@@ -1,4 +1,4 @@
-package k8scrd
+package object
 
 import (
 	"fmt"
@@ -16,115 +16,115 @@ import (
 
 // Reasons an endpoint is skipped; the values label coredns_k8scrd_invalid_endpoints_total.
 const (
-	reasonName    = "name"    // not a valid domain name
-	reasonZone    = "zone"    // outside every zone of this plugin
-	reasonType    = "type"    // a record type this plugin does not serve
-	reasonTarget  = "target"  // a target that does not parse for its type
-	reasonTTL     = "ttl"     // a negative or too large recordTTL
-	reasonDecode  = "decode"  // a manifest or object that is not a DNSEndpoint
-	reasonCNAMEs  = "cname"   // a CNAME endpoint with more than one target
-	reasonSize    = "size"    // an RRset that fits in no DNS message (see builder.oversized)
-	reasonSource  = "source"  // what of an Ingress, Service or route cannot be served (an address that does not parse)
-	maxTTL        = 1<<31 - 1 // RFC 2181 §8
+	ReasonName    = "name"    // not a valid domain name
+	ReasonZone    = "zone"    // outside every zone of this plugin
+	ReasonType    = "type"    // a record type this plugin does not serve
+	ReasonTarget  = "target"  // a target that does not parse for its type
+	ReasonTTL     = "ttl"     // a negative or too large recordTTL
+	ReasonDecode  = "decode"  // a manifest or object that is not a DNSEndpoint
+	ReasonCNAMEs  = "cname"   // a CNAME endpoint with more than one target
+	ReasonSize    = "size"    // an RRset that fits in no DNS message (see builder.oversized)
+	ReasonSource  = "source"  // what of an Ingress, Service or route cannot be served (an address that does not parse)
+	MaxTTL        = 1<<31 - 1 // RFC 2181 §8
 	verbatimLabel = "k8gb.io/dnstype"
 	legacyLabel   = "k8gb.absa.oss/dnstype"
 )
 
-// rrEndpoint is one valid endpoint, converted: what it contributes at one
+// Endpoint is one valid endpoint, converted: what it contributes at one
 // name, with the TTL the endpoint asks for. Address targets stay addresses:
 // their records are built once, in the snapshot node that serves them.
-type rrEndpoint struct {
-	name   string
-	rtype  uint16
-	ttlSet bool
-	ttl    uint32
-	addrs  []netip.Addr   // A and AAAA targets, sorted, without duplicates
-	rrs    []dns.RR       // the other types' records, at the endpoint's TTL (the merged RRset may lower it)
-	extra  *endpointExtra // nil for most endpoints
+type Endpoint struct {
+	Name   string
+	Type   uint16
+	TTLSet bool
+	TTL    uint32
+	Addrs  []netip.Addr   // A and AAAA targets, sorted, without duplicates
+	RRs    []dns.RR       // the other types' records, at the endpoint's TTL (the merged RRset may lower it)
+	Extra  *EndpointExtra // nil for most endpoints
 }
 
-// endpointExtra is what few endpoints carry: kept apart so that the others
+// EndpointExtra is what few endpoints carry: kept apart so that the others
 // do not pay for it.
-type endpointExtra struct {
-	props  endpoint.ProviderSpecific
-	labels endpoint.Labels
+type EndpointExtra struct {
+	Props  endpoint.ProviderSpecific
+	Labels endpoint.Labels
 	// unready: health from EndpointSlices withdraws these targets from
 	// localtargets- and gslb answers; the zone's own answers keep them.
-	unready bool
+	Unready bool
 }
 
-// object is one DNSEndpoint, validated and grouped by name. Immutable once built.
-type object struct {
-	key       string // unique per source: "ns/name" for the API, "file:PATH#ns/name" for directory; sourceKey for derived kinds
-	kind      string // "" for a DNSEndpoint, else the kind it was derived from (for Events)
-	namespace string
-	name      string
-	uid       string    // the API object's, for Events; "" from the directory
-	created   time.Time // creationTimestamp: the tenancy order
-	changed   time.Time // when the object last changed, for the propagation delay metric
+// Object is one DNSEndpoint, validated and grouped by name. Immutable once built.
+type Object struct {
+	Key       string // unique per source: "ns/name" for the API, "file:PATH#ns/name" for directory; sourceKey for derived kinds
+	Kind      string // "" for a DNSEndpoint, else the kind it was derived from (for Events)
+	Namespace string
+	Name      string
+	UID       string    // the API object's, for Events; "" from the directory
+	Created   time.Time // creationTimestamp: the tenancy order
+	Changed   time.Time // when the object last changed, for the propagation delay metric
 	// version orders the object's writes for the SOA serial: the API's
 	// resourceVersion (an etcd revision), or the file time from a directory.
-	version  uint64
-	verbatim bool
+	Version  uint64
+	Verbatim bool
 	// soa is an SOA endpoint given at a zone apex (the directory's data
 	// only): its serial is the zone's, as a zone file's is.
-	soa *dns.SOA
+	SOA *dns.SOA
 	// eps are the valid endpoints in one allocation, sorted by name (in the
 	// object's order within a name), their addresses in another: two heap
 	// objects per object rather than a few per endpoint.
-	eps []rrEndpoint
+	Endpoints []Endpoint
 }
 
-// at returns the endpoints of o at name, in the object's order.
-func (o *object) at(name string) []rrEndpoint {
-	i, ok := slices.BinarySearchFunc(o.eps, name, func(e rrEndpoint, name string) int { return strings.Compare(e.name, name) })
+// At returns the endpoints of o at name, in the object's order.
+func (o *Object) At(name string) []Endpoint {
+	i, ok := slices.BinarySearchFunc(o.Endpoints, name, func(e Endpoint, name string) int { return strings.Compare(e.Name, name) })
 	if !ok {
 		return nil
 	}
 	j := i + 1
-	for j < len(o.eps) && o.eps[j].name == name {
+	for j < len(o.Endpoints) && o.Endpoints[j].Name == name {
 		j++
 	}
-	return o.eps[i:j]
+	return o.Endpoints[i:j]
 }
 
-// names yields every name o declares, once each (range over it).
-func (o *object) names(yield func(name string) bool) {
-	for i := range o.eps {
-		if i == 0 || o.eps[i].name != o.eps[i-1].name {
-			if !yield(o.eps[i].name) {
+// Names yields every name o declares, once each (range over it).
+func (o *Object) Names(yield func(name string) bool) {
+	for i := range o.Endpoints {
+		if i == 0 || o.Endpoints[i].Name != o.Endpoints[i-1].Name {
+			if !yield(o.Endpoints[i].Name) {
 				return
 			}
 		}
 	}
 }
 
-// invalid describes one skipped endpoint.
-type invalid struct {
-	reason string
-	msg    string
+// Invalid describes one skipped endpoint.
+type Invalid struct {
+	Reason string
+	Msg    string
 }
 
-// objectMeta is what newObject needs to know about an object besides its endpoints.
-type objectMeta struct {
-	key, namespace, name, uid string
-	created, changed          time.Time
-	labels                    map[string]string
-	version                   uint64 // see object.version
-	soa                       bool   // an SOA endpoint at a zone apex is the zone's SOA serial (directory)
+// Meta is what newObject needs to know about an object besides its endpoints.
+type Meta struct {
+	Key, Namespace, Name, UID string
+	Created, Changed          time.Time
+	Labels                    map[string]string
+	Version                   uint64 // see object.version
+	SOA                       bool   // an SOA endpoint at a zone apex is the zone's SOA serial (directory)
 }
 
-// newObject validates and converts the endpoints of one object. Endpoints that
+// New validates and converts the endpoints of one object. Endpoints that
 // cannot be served are returned in bad and left out; the rest is served.
-func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTTL uint32) (o *object, bad []invalid) {
-	o = &object{
-		key: m.key, namespace: m.namespace, name: m.name, uid: m.uid,
-		created: m.created, changed: m.changed, version: m.version,
+func New(m Meta, eps []*endpoint.Endpoint, zones []string, defaultTTL uint32) (o *Object, bad []Invalid) {
+	o = &Object{
+		Key: m.Key, Namespace: m.Namespace, Name: m.Name, UID: m.UID,
+		Created: m.Created, Changed: m.Changed, Version: m.Version,
 	}
-	if m.labels != nil {
-		_, v1 := m.labels[verbatimLabel]
-		_, v2 := m.labels[legacyLabel]
-		o.verbatim = v1 || v2
+	if m.Labels != nil {
+		_, v1 := m.Labels[verbatimLabel]
+		_, v2 := m.Labels[legacyLabel]
+		o.Verbatim = v1 || v2
 	}
 	n, targets := 0, 0
 	for _, ep := range eps {
@@ -136,30 +136,30 @@ func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTT
 		}
 	}
 	// Sized up front: the appends below never move what they hold.
-	o.eps = make([]rrEndpoint, 0, n)
+	o.Endpoints = make([]Endpoint, 0, n)
 	addrs := make([]netip.Addr, 0, targets)
 	for i, ep := range eps {
 		if ep == nil {
 			continue
 		}
-		var e rrEndpoint
+		var e Endpoint
 		var reason string
 		var err error
-		if m.soa && strings.EqualFold(ep.RecordType, "SOA") {
+		if m.SOA && strings.EqualFold(ep.RecordType, "SOA") {
 			if err = o.setSOA(ep, zones); err != nil {
-				bad = append(bad, invalid{reason: reasonTarget, msg: fmt.Sprintf("endpoint %d (%s SOA): %v", i, ep.DNSName, err)})
+				bad = append(bad, Invalid{Reason: ReasonTarget, Msg: fmt.Sprintf("endpoint %d (%s SOA): %v", i, ep.DNSName, err)})
 			}
 			continue
 		}
 		addrs, reason, err = e.convert(ep, zones, defaultTTL, addrs)
 		if err != nil {
-			bad = append(bad, invalid{reason: reason, msg: fmt.Sprintf("endpoint %d (%s %s): %v", i, ep.DNSName, ep.RecordType, err)})
+			bad = append(bad, Invalid{Reason: reason, Msg: fmt.Sprintf("endpoint %d (%s %s): %v", i, ep.DNSName, ep.RecordType, err)})
 			continue
 		}
-		o.eps = append(o.eps, e)
+		o.Endpoints = append(o.Endpoints, e)
 	}
-	slices.SortStableFunc(o.eps, func(x, y rrEndpoint) int { return strings.Compare(x.name, y.name) })
-	o.eps = slices.Clip(o.eps)
+	slices.SortStableFunc(o.Endpoints, func(x, y Endpoint) int { return strings.Compare(x.Name, y.Name) })
+	o.Endpoints = slices.Clip(o.Endpoints)
 	return o, bad
 }
 
@@ -167,7 +167,7 @@ func newObject(m objectMeta, eps []*endpoint.Endpoint, zones []string, defaultTT
 // one target in the SOA's presentation form (MNAME RNAME SERIAL REFRESH
 // RETRY EXPIRE MINIMUM). Only its serial is used; the other fields are the
 // Corefile's (soa, negttl).
-func (o *object) setSOA(ep *endpoint.Endpoint, zones []string) error {
+func (o *Object) setSOA(ep *endpoint.Endpoint, zones []string) error {
 	name := strings.ToLower(dns.Fqdn(ep.DNSName))
 	if !slices.Contains(zones, name) {
 		return fmt.Errorf("an SOA is only taken at a zone apex (%s)", strings.Join(zones, " "))
@@ -179,68 +179,68 @@ func (o *object) setSOA(ep *endpoint.Endpoint, zones []string) error {
 	if err != nil || rr == nil {
 		return fmt.Errorf("SOA target %q does not parse", ep.Targets[0])
 	}
-	if o.soa != nil && o.soa.Hdr.Name != name {
+	if o.SOA != nil && o.SOA.Hdr.Name != name {
 		return fmt.Errorf("a second SOA in one object")
 	}
-	o.soa = rr.(*dns.SOA)
+	o.SOA = rr.(*dns.SOA)
 	return nil
 }
 
 // convert turns one external-dns endpoint into an rrEndpoint, on its own:
 // the tests' view of newObject.
-func convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32) (string, *rrEndpoint, string, error) {
-	e := &rrEndpoint{}
+func convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32) (string, *Endpoint, string, error) {
+	e := &Endpoint{}
 	if _, reason, err := e.convert(ep, zones, defaultTTL, nil); err != nil {
 		return "", nil, reason, err
 	}
-	return e.name, e, "", nil
+	return e.Name, e, "", nil
 }
 
 // convert fills e from ep, in external-dns's target formats ("10
 // mail.example.org" for MX, "prio weight port target" for SRV). Address
 // targets are appended to addrs, which is returned.
-func (e *rrEndpoint) convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32, addrs []netip.Addr) ([]netip.Addr, string, error) {
+func (e *Endpoint) convert(ep *endpoint.Endpoint, zones []string, defaultTTL uint32, addrs []netip.Addr) ([]netip.Addr, string, error) {
 	name := strings.ToLower(dns.Fqdn(strings.TrimSpace(ep.DNSName)))
 	if _, ok := dns.IsDomainName(name); !ok || name == "." || strings.Contains(name, " ") {
-		return addrs, reasonName, fmt.Errorf("invalid name %q", ep.DNSName)
+		return addrs, ReasonName, fmt.Errorf("invalid name %q", ep.DNSName)
 	}
 	if plugin.Zones(zones).Matches(name) == "" {
-		return addrs, reasonZone, fmt.Errorf("name %q is outside zones %v", name, zones)
+		return addrs, ReasonZone, fmt.Errorf("name %q is outside zones %v", name, zones)
 	}
 	rtype, ok := servedTypes[strings.ToUpper(ep.RecordType)]
 	if !ok {
-		return addrs, reasonType, fmt.Errorf("record type %q is not served", ep.RecordType)
+		return addrs, ReasonType, fmt.Errorf("record type %q is not served", ep.RecordType)
 	}
-	*e = rrEndpoint{name: name, rtype: rtype, ttl: defaultTTL}
+	*e = Endpoint{Name: name, Type: rtype, TTL: defaultTTL}
 	if len(ep.ProviderSpecific) > 0 || len(ep.Labels) > 0 { // not an empty map kept alive per endpoint
-		e.extra = &endpointExtra{}
+		e.Extra = &EndpointExtra{}
 		if len(ep.ProviderSpecific) > 0 {
-			e.extra.props = ep.ProviderSpecific
+			e.Extra.Props = ep.ProviderSpecific
 		}
 		if len(ep.Labels) > 0 {
-			e.extra.labels = ep.Labels
+			e.Extra.Labels = ep.Labels
 		}
 	}
 	if ep.RecordTTL.IsConfigured() {
-		if ep.RecordTTL < 0 || ep.RecordTTL > maxTTL {
-			return addrs, reasonTTL, fmt.Errorf("recordTTL %d out of range", ep.RecordTTL)
+		if ep.RecordTTL < 0 || ep.RecordTTL > MaxTTL {
+			return addrs, ReasonTTL, fmt.Errorf("recordTTL %d out of range", ep.RecordTTL)
 		}
-		e.ttl, e.ttlSet = uint32(ep.RecordTTL), true
+		e.TTL, e.TTLSet = uint32(ep.RecordTTL), true
 	}
 	if rtype == dns.TypeCNAME && len(ep.Targets) > 1 {
-		return addrs, reasonCNAMEs, fmt.Errorf("a CNAME has one target, not %d", len(ep.Targets))
+		return addrs, ReasonCNAMEs, fmt.Errorf("a CNAME has one target, not %d", len(ep.Targets))
 	}
-	hdr := dns.RR_Header{Name: name, Rrtype: rtype, Class: dns.ClassINET, Ttl: e.ttl}
+	hdr := dns.RR_Header{Name: name, Rrtype: rtype, Class: dns.ClassINET, Ttl: e.TTL}
 	start := len(addrs)
 	for _, t := range ep.Targets {
 		rr, a, err := target(hdr, t)
 		if err != nil {
-			return addrs[:start], reasonTarget, err
+			return addrs[:start], ReasonTarget, err
 		}
 		if rr == nil {
 			addrs = append(addrs, a)
 		} else {
-			e.rrs = append(e.rrs, rr)
+			e.RRs = append(e.RRs, rr)
 		}
 	}
 	if len(addrs) > start {
@@ -248,7 +248,7 @@ func (e *rrEndpoint) convert(ep *endpoint.Endpoint, zones []string, defaultTTL u
 		slices.SortFunc(own, netip.Addr.Compare)
 		own = slices.Compact(own)
 		addrs = addrs[:start+len(own)]
-		e.addrs = addrs[start:len(addrs):len(addrs)]
+		e.Addrs = addrs[start:len(addrs):len(addrs)]
 	}
 	return addrs, "", nil
 }
@@ -359,8 +359,8 @@ func txtStrings(t string) []string {
 	return dnsutil.TXTStrings(t)
 }
 
-// rdata is the presentation form of rr's RDATA: the key for de-duplication and ordering.
-func rdata(rr dns.RR) string {
+// Rdata is the presentation form of rr's RDATA: the key for de-duplication and ordering.
+func Rdata(rr dns.RR) string {
 	s := rr.String()
 	h := rr.Header().String()
 	return strings.TrimPrefix(s, h)

@@ -1,4 +1,4 @@
-package k8scrd
+package resolve
 
 import (
 	"fmt"
