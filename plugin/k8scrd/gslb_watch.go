@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -173,12 +174,18 @@ func (c *cluster) deriveGslbAt(key, kind, ns, name string) (d *declared, uses []
 		return nil, nil
 	}
 	d, out := deriveGslb(g, kind, c.cfg, c)
-	c.note(key, kind, ns, name, out.note)
+	if c.note(key, kind, ns, name, out.note) && out.refused {
+		// A reference into another namespace: counted and told the
+		// Gslb's owners, once per distinct note as it is logged.
+		invalidEndpoints.WithLabelValues("reference").Inc()
+		c.b.report(&object.Object{Kind: kind, Namespace: ns, Name: name, UID: string(g.UID)}, "ReferenceRefused", out.note)
+	}
 	return d, out.uses
 }
 
-// note logs what the derivation of a Gslb says about it, once per distinct note.
-func (c *cluster) note(key, kind, ns, name, note string) {
+// note logs what the derivation of a Gslb says about it, once per distinct
+// note; it tells whether note was logged now.
+func (c *cluster) note(key, kind, ns, name, note string) bool {
 	c.mu.Lock()
 	if c.notes == nil {
 		c.notes = map[string]string{}
@@ -192,7 +199,9 @@ func (c *cluster) note(key, kind, ns, name, note string) {
 	c.mu.Unlock()
 	if !same && note != "" {
 		log.Warningf("%s %s/%s: %s", kind, ns, name, note)
+		return true
 	}
+	return false
 }
 
 // gslbSynced tells the owners of k8gb's DNSEndpoints whether the Gslb at
