@@ -2,6 +2,7 @@ package k8scrd
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
@@ -147,7 +148,20 @@ func (c *cluster) object(kind, namespace, name string) any {
 	return w.get(namespace, name)
 }
 
-// objects implements gslbWorld.
+// gslbIndexers are the indexers of kind's informers: indexers, and with the
+// Gslb source, for a kind a Gslb's label selector lists, the namespace
+// index objects reads.
+func (c *cluster) gslbIndexers(kind string, indexers cache.Indexers) cache.Indexers {
+	out := cache.Indexers{}
+	maps.Copy(out, indexers)
+	if _, refd := gslbRefKinds[kind]; refd && c.cfg.serves(kindGslb) {
+		out[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
+	}
+	return out
+}
+
+// objects implements gslbWorld: through the namespace index, one
+// namespace's objects, not every object of the kind in the cluster.
 func (c *cluster) objects(kind, namespace string) []any {
 	c.mu.Lock()
 	w := c.kinds[kind]
@@ -156,8 +170,12 @@ func (c *cluster) objects(kind, namespace string) []any {
 	if idx == nil {
 		return nil
 	}
+	list, err := idx.ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil { // no such index
+		list = idx.List()
+	}
 	var out []any
-	for _, o := range idx.List() {
+	for _, o := range list {
 		if m, err := meta.Accessor(o); err == nil && m.GetNamespace() == namespace {
 			out = append(out, o)
 		}
