@@ -148,7 +148,7 @@ spec:
 
 	// Both Gslbs derived and refused: an Event on each.
 	refused := func() []string {
-		l, err := cs.CoreV1().Events(evil).List(ctx, metav1.ListOptions{})
+		l, err := cs.CoreV1().Events(evil).List(harness.Context(t), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,10 +161,9 @@ spec:
 		slices.Sort(on)
 		return slices.Compact(on)
 	}
-	testkit.Eventually(t, 30*time.Second, "ReferenceRefused Events", func() (bool, string) {
-		got := refused()
-		return slices.Equal(got, []string{"peek", "steal"}), fmt.Sprintf("finding 8: ReferenceRefused Events on Gslbs %q, want on peek and steal", got)
-	})
+	if _, ok := testkit.Within(30*time.Second, func() bool { return slices.Equal(refused(), []string{"peek", "steal"}) }); !ok {
+		t.Errorf("finding 8: ReferenceRefused Events on Gslbs %q within 30 s, want on peek and steal", refused())
+	}
 	for range 5 {
 		for name, want := range map[string]string{
 			"pay.example.org.":              "198.18.3.1",
