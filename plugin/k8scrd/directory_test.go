@@ -2,6 +2,7 @@ package k8scrd
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,10 +15,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
+// hasA tells whether name answers an A record of exactly addr (a substring
+// match took 192.0.2.10 for 192.0.2.1).
 func hasA(k *K8sCRD, t *testing.T, name, addr string) func() bool {
+	want := net.ParseIP(addr)
+	if want == nil {
+		t.Fatalf("hasA: %q is not an address", addr)
+	}
 	return func() bool {
 		resp, _ := ask(t, k, name, dns.TypeA)
-		return resp != nil && strings.Contains(answers(resp), addr)
+		if resp == nil {
+			return false
+		}
+		for _, rr := range resp.Answer {
+			if a, ok := rr.(*dns.A); ok && a.A.Equal(want) {
+				return true
+			}
+		}
+		return false
 	}
 }
 
@@ -178,6 +193,22 @@ func TestDirectoryNamespacesAndLabelsFilter(t *testing.T) {
 	for _, name := range []string{"private.example.org.", "otherns.example.org."} {
 		if !isNXDOMAIN(k, t, name)() {
 			t.Errorf("%s: filtered out by labels or namespace, yet served", name)
+		}
+	}
+}
+
+// hasA compares addresses exactly: 192.0.2.10 is not 192.0.2.1 (the
+// substring check it replaces passed here).
+func TestHasAExact(t *testing.T) {
+	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
+		"a.yaml": testkit.DNSEndpoint("ns", "a", nil, testkit.EP("a.example.org", "A", 0, "192.0.2.10")),
+	})
+	if !hasA(k, t, "a.example.org.", "192.0.2.10")() {
+		t.Fatal("a.example.org. A 192.0.2.10 not seen")
+	}
+	for _, addr := range []string{"192.0.2.1", "92.0.2.10", "192.0.2.100"} {
+		if hasA(k, t, "a.example.org.", addr)() {
+			t.Errorf("hasA(%s) true for an answer of 192.0.2.10 only", addr)
 		}
 	}
 }

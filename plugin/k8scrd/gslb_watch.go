@@ -2,8 +2,10 @@ package k8scrd
 
 import (
 	"context"
+	"maps"
 	"slices"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -146,7 +148,20 @@ func (c *cluster) object(kind, namespace, name string) any {
 	return w.get(namespace, name)
 }
 
-// objects implements gslbWorld.
+// gslbIndexers are the indexers of kind's informers: indexers, and with the
+// Gslb source, for a kind a Gslb's label selector lists, the namespace
+// index objects reads.
+func (c *cluster) gslbIndexers(kind string, indexers cache.Indexers) cache.Indexers {
+	out := cache.Indexers{}
+	maps.Copy(out, indexers)
+	if _, refd := gslbRefKinds[kind]; refd && c.cfg.serves(kindGslb) {
+		out[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
+	}
+	return out
+}
+
+// objects implements gslbWorld: through the namespace index, one
+// namespace's objects, not every object of the kind in the cluster.
 func (c *cluster) objects(kind, namespace string) []any {
 	c.mu.Lock()
 	w := c.kinds[kind]
@@ -155,8 +170,12 @@ func (c *cluster) objects(kind, namespace string) []any {
 	if idx == nil {
 		return nil
 	}
+	list, err := idx.ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil { // no such index
+		list = idx.List()
+	}
 	var out []any
-	for _, o := range idx.List() {
+	for _, o := range list {
 		if m, err := meta.Accessor(o); err == nil && m.GetNamespace() == namespace {
 			out = append(out, o)
 		}
@@ -173,12 +192,18 @@ func (c *cluster) deriveGslbAt(key, kind, ns, name string) (d *declared, uses []
 		return nil, nil
 	}
 	d, out := deriveGslb(g, kind, c.cfg, c)
-	c.note(key, kind, ns, name, out.note)
+	if c.note(key, kind, ns, name, out.note) && out.refused {
+		// A reference into another namespace: counted and told the
+		// Gslb's owners, once per distinct note as it is logged.
+		invalidEndpoints.WithLabelValues("reference").Inc()
+		c.b.report(&object.Object{Kind: kind, Namespace: ns, Name: name, UID: string(g.UID)}, "ReferenceRefused", out.note)
+	}
 	return d, out.uses
 }
 
-// note logs what the derivation of a Gslb says about it, once per distinct note.
-func (c *cluster) note(key, kind, ns, name, note string) {
+// note logs what the derivation of a Gslb says about it, once per distinct
+// note; it tells whether note was logged now.
+func (c *cluster) note(key, kind, ns, name, note string) bool {
 	c.mu.Lock()
 	if c.notes == nil {
 		c.notes = map[string]string{}
@@ -192,7 +217,9 @@ func (c *cluster) note(key, kind, ns, name, note string) {
 	c.mu.Unlock()
 	if !same && note != "" {
 		log.Warningf("%s %s/%s: %s", kind, ns, name, note)
+		return true
 	}
+	return false
 }
 
 // gslbSynced tells the owners of k8gb's DNSEndpoints whether the Gslb at

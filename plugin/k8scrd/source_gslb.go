@@ -52,6 +52,10 @@ type gslbDerivation struct {
 	// note says why the Gslb declares nothing, or what of it is not served
 	// (a missing Ingress, a VirtualService): logged once.
 	note string
+	// refused is set when spec.resourceRef names another namespace: the
+	// Gslb declares nothing, and the note is also counted and reported on
+	// the Gslb (an Event).
+	refused bool
 }
 
 // deriveGslb derives what Gslb g (of kind kindGslb or kindGslbLegacy)
@@ -129,11 +133,12 @@ func gslbIngressAbsent(g *gslbObject, kind string, cfg *config, out *gslbDerivat
 }
 
 // gslbReferenced returns the object spec.resourceRef names (by name, or the
-// one object its label selector matches in the Gslb's namespace, as k8gb
-// takes it); nil, with out.note saying why, when there is none.
+// one object its label selector matches), in the Gslb's namespace only, as
+// k8gb takes it; nil, with out.note saying why, when there is none. A
+// spec.resourceRef.namespace other than the Gslb's is refused: another
+// team's object would lend the Gslb its host names and readiness.
 func gslbReferenced(g *gslbObject, w gslbWorld, out *gslbDerivation) any {
 	ref := &g.Spec.ResourceRef
-	refNS := g.Namespace
 	group, ok := gslbRefKinds[ref.Kind]
 	if !ok {
 		if ref.Kind == kindVirtualService {
@@ -147,15 +152,17 @@ func gslbReferenced(g *gslbObject, w gslbWorld, out *gslbDerivation) any {
 		out.note = "spec.resourceRef apiVersion " + strconv.Quote(ref.APIVersion) + " is not of group " + strconv.Quote(group) + " for kind " + ref.Kind
 		return nil
 	}
+	if ref.Namespace != "" && ref.Namespace != g.Namespace {
+		out.note = "spec.resourceRef namespace " + strconv.Quote(ref.Namespace) + " is not the Gslb's; k8gb resolves spec.resourceRef in the Gslb's own namespace only: the Gslb declares nothing"
+		out.refused = true
+		return nil
+	}
 	switch {
 	case ref.Name != "":
-		if ref.Namespace != "" {
-			refNS = ref.Namespace
-		}
-		out.uses = []string{depRef + ref.Kind + ":" + refNS + "/" + ref.Name}
-		obj := w.object(ref.Kind, refNS, ref.Name)
+		out.uses = []string{depRef + ref.Kind + ":" + g.Namespace + "/" + ref.Name}
+		obj := w.object(ref.Kind, g.Namespace, ref.Name)
 		if obj == nil {
-			out.note = "spec.resourceRef " + ref.Kind + " " + refNS + "/" + ref.Name + " does not exist"
+			out.note = "spec.resourceRef " + ref.Kind + " " + g.Namespace + "/" + ref.Name + " does not exist"
 			return nil
 		}
 		return obj

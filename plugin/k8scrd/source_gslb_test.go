@@ -458,3 +458,56 @@ metadata:
 		}
 	}
 }
+
+// Issue 24, finding 8: a Gslb's spec.resourceRef.namespace naming another
+// team's object lent the Gslb that object's hosts and readiness. k8gb
+// resolves spec.resourceRef in the Gslb's own namespace only; so does k8scrd.
+func TestGslbResourceRefOtherNamespace(t *testing.T) {
+	w := gslbWorldOf()
+	theirs := lbIngressOf(networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
+		ingRule("pay.example.org", ingSvcBackend("checkout")),
+	}}, lbIngress("ip:198.51.100.9"), nil)
+	theirs.Namespace, theirs.Name, theirs.Labels = "pay", "checkout", map[string]string{"app": "shop"}
+	w.objs["Ingress/pay/checkout"] = theirs
+	w.objs["Service/pay/lb"] = &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "pay", Name: "lb"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+		Status:     corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.10"}}}},
+	}
+	w.readySvc["pay/checkout"] = true
+
+	in := func(ns string, r gslbResourceRef) gslbResourceRef { r.Namespace = ns; return r }
+	sel := gslbResourceRef{APIVersion: "networking.k8s.io/v1", Kind: kindIngress, MatchLabels: map[string]string{"app": "shop"}}
+	for _, tc := range []struct {
+		name string
+		ref  gslbResourceRef
+	}{
+		{"Ingress by name in another namespace", in("pay", refTo(kindIngress, "checkout"))},
+		{"Service by name in another namespace", in("pay", refTo(kindService, "lb"))},
+		{"label selector with another namespace", in("pay", sel)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := gslbOf(gslbSpec{ResourceRef: tc.ref, Strategy: gslbStrategy{Type: "roundRobin"}},
+				map[string]string{annotationK8gbHostname: "pay.example.org"}, nil)
+			d, out := deriveGslb(g, kindGslb, lbConfig(), w)
+			if d != nil {
+				t.Errorf("declares %v, want nothing", lbViewOf(d))
+			}
+			if !out.refused || !strings.Contains(out.note, `namespace "pay"`) {
+				t.Errorf("note %q refused %v, want the other namespace refused", out.note, out.refused)
+			}
+			if u := strings.Join(out.uses, " "); strings.Contains(u, "pay") {
+				t.Errorf("uses %q: the Gslb depends on the other namespace's objects", u)
+			}
+		})
+	}
+
+	// Its own namespace, named: served as without it.
+	g := gslbOf(gslbSpec{ResourceRef: in("web", refTo(kindIngress, "shop")), Strategy: gslbStrategy{Type: "roundRobin"}}, nil, nil)
+	d, out := deriveGslb(g, kindGslb, lbConfig(), w)
+	want := &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
+		Props: []string{"gslb/strategy=roundRobin"}}
+	if got := lbViewOf(d); !lbEqualView(got, want) || out.refused {
+		t.Errorf("own namespace named: got %v refused %v, want %v", got, out.refused, want)
+	}
+}

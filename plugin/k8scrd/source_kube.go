@@ -279,11 +279,9 @@ func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cach
 // set, names the kind they hold (see run).
 func (c *cluster) watch(kind, resource string, client cache.Getter, example runtime.Object, namespaces []string, labels string, indexers cache.Indexers, h cache.ResourceEventHandler) (*watched, error) {
 	w := &watched{byNS: map[string]cache.SharedIndexInformer{}}
+	indexers = c.gslbIndexers(kind, indexers)
 	for _, ns := range namespaces {
 		lw := cache.NewFilteredListWatchFromClient(client, resource, ns, func(o *metav1.ListOptions) { o.LabelSelector = labels })
-		if indexers == nil {
-			indexers = cache.Indexers{}
-		}
 		inf := cache.NewSharedIndexInformer(lw, example, 0, indexers)
 		if err := inf.SetTransform(trim); err != nil {
 			return nil, err
