@@ -74,7 +74,7 @@ func TestHostileLargeObjectsCostLittle(t *testing.T) {
 			defer func() { <-sem }()
 			ing := &networkingv1.Ingress{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ing-%03d", i), Annotations: big},
-				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: fmt.Sprintf("h%03d.other.test", i)}}},
+				Spec:       networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: fmt.Sprintf("h%03d.other.test", i)}}},
 			}
 			if _, err := cs.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}); err != nil {
 				errs <- err
