@@ -42,5 +42,16 @@ func BenchmarkServeDNS(b *testing.B) {
 	b.Run("geoip-ecs", func(b *testing.B) {
 		benchServe(b, geoCIDRs, app, dns.TypeA, withECS(1, "10.2.3.0", 24))
 	})
+	// A composed host beside the plain failover one above: tiers drawn
+	// by weight, a fallback order and an all-down answer.
+	b.Run("composed-tiers", func(b *testing.B) {
+		benchServe(b, "strategy failover\nprimary us+eu ap\nweight us 70 eu 30\nall_down 198.18.9.9", app, dns.TypeA)
+	})
+	b.Run("composed-tiers-combined", func(b *testing.B) {
+		benchServe(b, "strategy failover\nprimary us+eu ap\nall_down 198.18.9.9", app, dns.TypeA)
+	})
+	b.Run("geoip-fallback", func(b *testing.B) {
+		benchServe(b, geoCIDRs+"\nfallback ap us eu", "w."+zone, dns.TypeA, withECS(1, "10.3.0.0", 24))
+	})
 	b.Run("fallthrough", func(b *testing.B) { benchServe(b, "", "nothere."+zone, dns.TypeA) })
 }

@@ -246,7 +246,7 @@ func decideTiers(pol *policy, views []tagView, aaaa bool, d *decision) {
 		}
 		// No weights (or every tag of the tier with targets weighs 0): the
 		// tier's targets together.
-		d.combined = append([]int(nil), idx[:k]...)
+		d.combined = tier
 		d.why = whyTierCombined
 		return
 	}

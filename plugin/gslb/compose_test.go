@@ -52,11 +52,7 @@ func answerTags(views []tagView, d decision) string {
 	case d.chosen >= 0:
 		return views[d.chosen].tag
 	case d.combined != nil:
-		var s []string
-		for _, i := range d.combined {
-			s = append(s, views[i].tag)
-		}
-		return strings.Join(s, "+")
+		return "combined " + strings.Join(d.combined, "+")
 	}
 	return "all"
 }
@@ -108,7 +104,7 @@ func TestTiersWithoutWeightsCombineTheTier(t *testing.T) {
 	views := []tagView{tv("eu", "198.18.1.1"), tv("us", "198.18.2.1", "198.18.1.1"), tv("ap", "198.18.3.1")}
 	d := g.decide(pol, views, &client{}, false)
 	got := g.targets(app, views, d, false)
-	if answerTags(views, d) != "eu+us" || fmt.Sprint(got) != "[198.18.1.1 198.18.2.1]" {
+	if answerTags(views, d) != "combined eu+us" || fmt.Sprint(got) != "[198.18.1.1 198.18.2.1]" {
 		t.Errorf("tier eu+us: %s %v", answerTags(views, d), got)
 	}
 }
@@ -327,7 +323,7 @@ func TestComposedProperties(t *testing.T) {
 		aaaa := r.IntN(2) == 0
 
 		d := g.decide(pol, views, &client{}, aaaa)
-		ans := d.combined
+		ans := combined(views, d.combined, aaaa)
 		if d.chosen >= 0 {
 			ans = []int{d.chosen}
 		}

@@ -121,9 +121,9 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 		case f.d.chosen >= 0:
 			chosen = views[f.d.chosen].tag
 		case f.d.combined != nil:
-			tags := make([]string, len(f.d.combined))
-			for i, k := range f.d.combined {
-				tags[i] = views[k].tag
+			var tags []string
+			for _, k := range combined(views, f.d.combined, f.d == &d6) {
+				tags = append(tags, views[k].tag)
 			}
 			chosen = strings.Join(tags, tierSep)
 		}

@@ -211,7 +211,9 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		case dd.step == stepLower && dd.chosen >= 0:
 			failovers.WithLabelValues(g.zone, views[dd.chosen].tag).Inc()
 		case dd.step == stepLower && len(dd.combined) > 0:
-			failovers.WithLabelValues(g.zone, views[dd.combined[0]].tag).Inc()
+			if idx := combined(views, dd.combined, dd == &d6 || aaaa); len(idx) > 0 {
+				failovers.WithLabelValues(g.zone, views[idx[0]].tag).Inc()
+			}
 		case dd.step == stepAll || dd.step == stepAllDown:
 			failovers.WithLabelValues(g.zone, "all").Inc()
 		}

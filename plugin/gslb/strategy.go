@@ -219,11 +219,11 @@ const (
 // decision is what a strategy chose.
 type decision struct {
 	strategy string
-	chosen   int   // index of the tag whose targets answer; -1: all targets (or combined)
-	combined []int // tags whose targets answer together (a tier without weights)
-	step     int   // stepFirst...stepAllDown, for explain and answer_steps_total
-	tier     int   // 1-based tier (failover) or fallback step (geoip) that answered
-	allDown  bool  // no tag has targets: the policy's all-down answer
+	chosen   int      // index of the tag whose targets answer; -1: all targets (or combined)
+	combined []string // a tier whose tags' targets answer together (no weights); pol's, shared
+	step     int      // stepFirst...stepAllDown, for explain and answer_steps_total
+	tier     int      // 1-based tier (failover) or fallback step (geoip) that answered
+	allDown  bool     // no tag has targets: the policy's all-down answer
 	why      string
 	unknown  bool // failover met a primary that is not asked yet
 	// geo: the client's tag and the prefix length the answer holds for
@@ -459,12 +459,34 @@ func (g *GSLB) unionOf(name string, views []tagView, aaaa bool) []netip.Addr {
 	return u.addrs
 }
 
-// combine is the targets of the views at idx (one tier's tags),
+// combined returns the indices of the views of tags that have targets of
+// the family, in the order of tags.
+func combined(views []tagView, tags []string, aaaa bool) []int {
+	var idx []int
+	for _, tag := range tags {
+		if i := findTag(views, tag); i >= 0 && views[i].has(aaaa) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// combine is the targets of the views of tags (one tier's),
 // de-duplicated.
-func combine(views []tagView, idx []int, aaaa bool) []netip.Addr {
-	var out []netip.Addr
+func combine(views []tagView, tags []string, aaaa bool) []netip.Addr {
+	n := 0
+	for _, tag := range tags {
+		if i := findTag(views, tag); i >= 0 {
+			n += len(pick(&views[i], aaaa))
+		}
+	}
+	out := make([]netip.Addr, 0, n)
 	var seen map[netip.Addr]struct{}
-	for _, i := range idx {
+	for _, tag := range tags {
+		i := findTag(views, tag)
+		if i < 0 {
+			continue
+		}
 		for _, a := range pick(&views[i], aaaa) {
 			if len(out) < 16 {
 				if containsAddr(out, a) {
