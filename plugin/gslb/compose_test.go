@@ -9,7 +9,11 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/store"
+
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // tv is a tag's view with targets: addresses with a ':' are AAAA.
@@ -438,4 +442,47 @@ func TestServeAllDown(t *testing.T) {
 		t.Errorf("no all-down: %v", m)
 	}
 	wantLines(t, explainText(t, g, "down."+zone), "all-down 198.18.9.9,fd00::9", "answer A all-down: no tag has targets: the all-down answer")
+}
+
+func TestMalformedComposedPropertyLoggedOnceAndCounted(t *testing.T) {
+	st := newFakeStore(withProps(host(app, "10.0.1.1"), propStrategy, "geoip", propFallback, "eu=us;eu=ap"))
+	g, _, _, _ := twoPeers(t, geoCIDRs+"\nfallback eu ap", st)
+	before := testutil.ToFloat64(policyErrors.WithLabelValues(zone, "fallback"))
+	g.walk()
+	g.walk()
+	if d := testutil.ToFloat64(policyErrors.WithLabelValues(zone, "fallback")) - before; d != 0 {
+		// twoPeers' first walk counted it already: later walks add nothing.
+		t.Errorf("policy_errors_total fallback grew by %v on later walks", d)
+	}
+	if v := testutil.ToFloat64(policyErrors.WithLabelValues(zone, "fallback")); v < 1 {
+		t.Errorf("policy_errors_total fallback = %v, want counted", v)
+	}
+	// The Corefile's fallback applies, the host's is ignored as a whole.
+	if got := addrs(ask(t, g, app, dns.TypeA, withECS(1, "10.1.0.0", 24))); fmt.Sprint(got) != "[10.0.1.1]" {
+		t.Errorf("eu client: %v", got)
+	}
+	if pol := g.policyOf(mustHost(t, g, app)); fmt.Sprint(pol.fallback) != "map[eu:[ap]]" {
+		t.Errorf("fallback %v, want the default", pol.fallback)
+	}
+}
+
+func TestTierDrawIsOneForBothFamiliesOfANY(t *testing.T) {
+	st := newFakeStore(withProps(host(app, "10.0.1.1", "fd00::1:1"), propStrategy, "failover", propPrimary, "eu+us,ap", propWeight, "eu=50,us=50"))
+	g, _, _, _ := twoPeers(t, "", st)
+	for range 50 {
+		got := addrs(ask(t, g, app, dns.TypeANY, from("127.0.0.1"), func(m *dns.Msg, _ *test.ResponseWriter) { m.SetEdns0(4096, false) }))
+		s := fmt.Sprint(got)
+		if s != "[10.0.1.1 fd00::1:1]" && s != "[10.0.2.1 fd00::2:1]" {
+			t.Fatalf("ANY mixes tags of the tier: %v", got)
+		}
+	}
+}
+
+func mustHost(t *testing.T, g *GSLB, name string) *store.Host {
+	t.Helper()
+	h, ok := g.host(name)
+	if !ok {
+		t.Fatalf("no host %s", name)
+	}
+	return h
 }
