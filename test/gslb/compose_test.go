@@ -1,6 +1,7 @@
 package gslb
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,11 @@ const (
 // hostRegion is a geoip host whose cluster tag declares it without targets:
 // a client of that region falls back.
 func hostRegion(tag string) string { return "region-" + tag + "." + zone }
+
+// tiersFresh tiers hosts alike, hostTiersN(0...tiersFresh-1).
+const tiersFresh = 400
+
+func hostTiersN(i int) string { return "tiers-" + strconv.Itoa(i) + "." + zone }
 
 var composedV6 = map[string][]string{"eu": {"fd00:10::1"}, "us": {"fd00:20::1"}, "ap": {"fd00:30::1"}}
 
@@ -48,6 +54,11 @@ func composedHosts(tag string, down ...string) string {
 	}
 	add(hostTiers, [][2]string{{"gslb/strategy", "failover"}, {"gslb/primary", "eu+us,ap"}, {"gslb/weight", "eu=70,us=30"},
 		{"gslb/all-down", allDownA + "," + allDownAAAA}})
+	// One tiers host per answer through a caching resolver, each asked
+	// once: every answer is a fresh draw.
+	for i := range tiersFresh {
+		add(hostTiersN(i), [][2]string{{"gslb/strategy", "failover"}, {"gslb/primary", "eu+us,ap"}, {"gslb/weight", "eu=70,us=30"}})
+	}
 	for _, r := range tags {
 		add(hostRegion(r), [][2]string{{"gslb/strategy", "geoip"}, {"gslb/fallback", fallbackAll}})
 	}
@@ -216,5 +227,92 @@ func TestComposedPolicies(t *testing.T) {
 			got, err := ask(c.addr, hostDown, dns.TypeA)
 			return err == nil && equal(got, f.union("eu"))
 		})
+	})
+}
+
+// TestComposedThroughUnbound: the same, as clients behind Unbound with its
+// subnetcache see it (ECS from the client's /24): tiers by weight over
+// fresh answers, each region's client its fallback, the all-down answer.
+func TestComposedThroughUnbound(t *testing.T) {
+	f := newFleet(t)
+	for _, tag := range tags {
+		f.setComposed(t, tag, hostRegion(tag), hostSorry)
+	}
+	f.start(t, fleetOptions{gslbExtra: map[string]string{"": resolverGeo}})
+	eu := f.clusters["eu"]
+	testkit.Eventually(t, 10*time.Second, "eu serves "+hostTiers, func() bool {
+		got, err := ask(eu.addr, hostTiers, dns.TypeA)
+		return err == nil && (equal(got, f.union("eu")) || equal(got, f.union("us")))
+	})
+	u := startUpstream(t, eu.addr)
+	addr := startUnboundSubnet(t, u)
+	client := map[string]string{}
+	for _, c := range resolverClients {
+		client[c.region] = c.ip
+	}
+
+	t.Run("tiers by weight over 400 fresh answers", func(t *testing.T) {
+		n := map[string]int{}
+		for i := range tiersFresh {
+			got, err := askResolver(client["eu"], addr, hostTiersN(i))
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case equal(got, f.union("eu")):
+				n["eu"]++
+			case equal(got, f.union("us")):
+				n["us"]++
+			default:
+				t.Fatalf("%s A = %v: not one tag of the first tier eu+us", hostTiersN(i), got)
+			}
+			if q, _ := u.queries(hostTiersN(i)); q != 1 {
+				t.Fatalf("%s: eu was asked %d times, want once (a fresh answer)", hostTiersN(i), q)
+			}
+		}
+		if eu := 100 * n["eu"] / tiersFresh; eu < 60 || eu > 80 {
+			t.Errorf("eu drawn %d%% of %d, want 70 +- 10 (%v)", eu, tiersFresh, n)
+		}
+	})
+
+	t.Run("a client of each region gets its fallback", func(t *testing.T) {
+		// resolverGeo: eu 127.0.40.0/24, us 127.0.32.0/23, ap 127.0.33.0/24.
+		next := map[string]string{"eu": "us", "us": "eu", "ap": "us"}
+		for _, region := range tags {
+			got, err := askFrom(client[region], addr, hostRegion(region), dns.TypeA)
+			if err != nil || !equal(got, f.union(next[region])) {
+				t.Errorf("client of %s: %s A = %v (%v), want %s's %v", region, hostRegion(region), got, err, next[region], f.union(next[region]))
+			}
+			got, err = askFrom(client[region], addr, hostRegion(region), dns.TypeAAAA)
+			if err != nil || !equal(got, composedV6[next[region]]) {
+				t.Errorf("client of %s: %s AAAA = %v (%v), want %s's %v", region, hostRegion(region), got, err, next[region], composedV6[next[region]])
+			}
+		}
+	})
+
+	t.Run("the all-down answer", func(t *testing.T) {
+		for _, tag := range tags {
+			f.setComposed(t, tag, hostRegion(tag), hostSorry, hostTiers, hostDown)
+		}
+		testkit.Eventually(t, 10*time.Second, "eu answers all-down", func() bool {
+			got, err := ask(eu.addr, hostDown, dns.TypeA)
+			return err == nil && equal(got, []string{allDownA})
+		})
+		for _, region := range tags {
+			got, err := askFrom(client[region], addr, hostDown, dns.TypeA)
+			if err != nil || !equal(got, []string{allDownA}) {
+				t.Errorf("client of %s: %s A = %v (%v), want all-down %s", region, hostDown, got, err, allDownA)
+			}
+			got, err = askFrom(client[region], addr, hostDown, dns.TypeAAAA)
+			if err != nil || !equal(got, []string{allDownAAAA}) {
+				t.Errorf("client of %s: %s AAAA = %v (%v), want all-down %s", region, hostDown, got, err, allDownAAAA)
+			}
+		}
+		// The CNAME reaches the client (its target is in no zone here).
+		m := new(dns.Msg)
+		m.SetQuestion(hostSorry+".", dns.TypeAAAA)
+		r, err := exchangeFrom(client["eu"], addr, m)
+		if err != nil || len(r.Answer) == 0 || r.Answer[0].Header().Rrtype != dns.TypeCNAME {
+			t.Errorf("%s AAAA through Unbound: %v (%v), want the all-down CNAME", hostSorry, r, err)
+		}
 	})
 }
