@@ -55,3 +55,22 @@ func BenchmarkServeDNS(b *testing.B) {
 	})
 	b.Run("fallthrough", func(b *testing.B) { benchServe(b, "", "nothere."+zone, dns.TypeA) })
 }
+
+// BenchmarkDecide: the strategy's choice alone, a composed policy beside a
+// plain failover one, three tags with targets.
+func BenchmarkDecide(b *testing.B) {
+	views := []tagView{tv("eu", "198.18.1.1"), tv("us", "198.18.2.1"), tv("ap", "198.18.3.1")}
+	for _, bc := range []struct{ name, body string }{
+		{"failover", "strategy failover\nprimary us eu ap"},
+		{"composed-tiers", "strategy failover\nprimary us+eu ap\nweight us 70 eu 30\nall_down 198.18.9.9"},
+		{"composed-tiers-combined", "strategy failover\nprimary us+eu ap"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			g, pol := composed(b, bc.body)
+			cl := &client{}
+			for b.Loop() {
+				g.decide(pol, views, cl, false)
+			}
+		})
+	}
+}

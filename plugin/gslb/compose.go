@@ -192,21 +192,46 @@ const (
 
 var stepNames = [stepCount]string{"first", "lower_tier", "fallback", "all", "all_down"}
 
+// prepare resolves the weights of the tiers' tags once, so that a draw
+// does not look them up per answer.
+func (pol *policy) prepare() {
+	pol.tierW = nil
+	if pol.tiers == nil || len(pol.weights) == 0 {
+		return
+	}
+	pol.tierW = make([][]int32, len(pol.tiers))
+	for n, tier := range pol.tiers {
+		pol.tierW[n] = make([]int32, len(tier))
+		for j, tag := range tier {
+			pol.tierW[n][j] = int32(min(pol.weights[tag], 1<<30))
+		}
+	}
+}
+
 // decideTiers is failover over tiers: the first tier in which a tag has
 // targets of the family answers, by one tag drawn by weight when the tier
 // has weights, else with the targets of its tags combined.
 func decideTiers(pol *policy, views []tagView, aaaa bool, d *decision) {
 	for n, tier := range pol.tiers {
-		var idx [maxTiers]int
-		k := 0
+		// Small arrays: views are at most max_peers+1 (idx fits a uint16),
+		// a tier at most maxTiers tags.
+		var idx [maxTiers]uint16
+		var ws [maxTiers]int32
+		k, total := 0, 0
 		unknown := false
-		for _, tag := range tier {
+		for j, tag := range tier {
 			i := findTag(views, tag)
 			if i < 0 {
 				continue // not a cluster we know: no targets
 			}
 			if views[i].has(aaaa) {
-				idx[k] = i
+				idx[k] = uint16(i)
+				if pol.tierW != nil {
+					ws[k] = pol.tierW[n][j]
+				} else if len(pol.weights) > 0 {
+					ws[k] = int32(pol.weights[tag])
+				}
+				total += int(ws[k])
 				k++
 			} else if views[i].state == stateUnknown {
 				unknown = true
@@ -226,21 +251,15 @@ func decideTiers(pol *policy, views []tagView, aaaa bool, d *decision) {
 			d.step = stepFirst
 		}
 		if k == 1 {
-			d.chosen, d.why = idx[0], whyPrimary
+			d.chosen, d.why = int(idx[0]), whyPrimary
 			return
 		}
-		if len(pol.weights) > 0 {
-			total := 0
-			for _, i := range idx[:k] {
-				total += weightOf(pol, views[i].tag)
-			}
-			if total > 0 {
-				r := rand.IntN(total)
-				for _, i := range idx[:k] {
-					if r -= weightOf(pol, views[i].tag); r < 0 {
-						d.chosen, d.why = i, whyTierDrawn
-						return
-					}
+		if total > 0 {
+			r := rand.IntN(total)
+			for j := range k {
+				if r -= int(ws[j]); r < 0 {
+					d.chosen, d.why = int(idx[j]), whyTierDrawn
+					return
 				}
 			}
 		}

@@ -516,6 +516,7 @@ func positive(c *caddy.Controller) (int, error) {
 
 // derive sets the timings that follow from refresh.
 func (g *GSLB) derive() {
+	g.defaults.prepare()
 	// No answer is refreshed more often than once a second (or refresh,
 	// when that is shorter), whatever TTL the peer gives.
 	g.floor = min(time.Second, g.refresh)

@@ -45,6 +45,7 @@ type policy struct {
 	strategy string
 	primary  []string   // the primary order's entries: tags, or tiers of tags joined with "+"
 	tiers    [][]string // primary split into tiers; nil when no entry is a tier
+	tierW    [][]int32  // the weights of tiers' tags (prepare); nil without weights
 	weights  map[string]int
 	fallback map[string][]string // geoip region -> its own order
 	allDown  *allDown
@@ -129,6 +130,7 @@ func hostPolicy(def *policy, props, labels map[string]string) (*policy, []error)
 			pol.ttl, pol.ttlSet = uint32(n), true
 		}
 	}
+	pol.prepare()
 	return &pol, errs
 }
 
