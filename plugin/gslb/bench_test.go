@@ -42,5 +42,35 @@ func BenchmarkServeDNS(b *testing.B) {
 	b.Run("geoip-ecs", func(b *testing.B) {
 		benchServe(b, geoCIDRs, app, dns.TypeA, withECS(1, "10.2.3.0", 24))
 	})
+	// A composed host beside the plain failover one above: tiers drawn
+	// by weight, a fallback order and an all-down answer.
+	b.Run("composed-tiers", func(b *testing.B) {
+		benchServe(b, "strategy failover\nprimary us+eu ap\nweight us 70 eu 30\nall_down 198.18.9.9", app, dns.TypeA)
+	})
+	b.Run("composed-tiers-combined", func(b *testing.B) {
+		benchServe(b, "strategy failover\nprimary us+eu ap\nall_down 198.18.9.9", app, dns.TypeA)
+	})
+	b.Run("geoip-fallback", func(b *testing.B) {
+		benchServe(b, geoCIDRs+"\nfallback ap us eu", "w."+zone, dns.TypeA, withECS(1, "10.3.0.0", 24))
+	})
 	b.Run("fallthrough", func(b *testing.B) { benchServe(b, "", "nothere."+zone, dns.TypeA) })
+}
+
+// BenchmarkDecide: the strategy's choice alone, a composed policy beside a
+// plain failover one, three tags with targets.
+func BenchmarkDecide(b *testing.B) {
+	views := []tagView{tv("eu", "198.18.1.1"), tv("us", "198.18.2.1"), tv("ap", "198.18.3.1")}
+	for _, bc := range []struct{ name, body string }{
+		{"failover", "strategy failover\nprimary us eu ap"},
+		{"composed-tiers", "strategy failover\nprimary us+eu ap\nweight us 70 eu 30\nall_down 198.18.9.9"},
+		{"composed-tiers-combined", "strategy failover\nprimary us+eu ap"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			g, pol := composed(b, bc.body)
+			cl := &client{}
+			for b.Loop() {
+				g.decide(pol, views, cl, false)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package gslb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -41,6 +42,7 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 	cl := g.clientOf(ctx, state, ecs)
 	d := g.decide(pol, views, &cl, false)
 	d6 := g.decide(pol, views, &cl, true)
+	g.settleAllDown(pol, h.Name, &d, &d6)
 
 	source := "default"
 	switch {
@@ -53,7 +55,11 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 	switch pol.strategy {
 	case failover:
 		if len(pol.primary) > 0 {
-			lines = append(lines, "primary "+strings.Join(pol.primary, ","))
+			l := "primary " + strings.Join(pol.primary, ",")
+			if pol.tiers != nil && len(pol.weights) > 0 {
+				l += " weights " + weightList(pol)
+			}
+			lines = append(lines, l)
 		} else {
 			lines = append(lines, "primary "+g.geotag+" then the peers in tag order")
 		}
@@ -69,6 +75,12 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 		} else {
 			lines = append(lines, fmt.Sprintf("client %s/%d has no geo tag", cl.addr, cl.bits))
 		}
+		if order, ok := pol.fallback[d.geoTag]; ok {
+			lines = append(lines, fmt.Sprintf("fallback %s=%s", d.geoTag, strings.Join(order, ",")))
+		}
+	}
+	if pol.allDown != nil {
+		lines = append(lines, "all-down "+pol.allDown.String())
 	}
 	for i := range views {
 		v := &views[i]
@@ -103,10 +115,23 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 		d      *decision
 	}{{"A", &d}, {"AAAA", &d6}} {
 		chosen := "all"
-		if f.d.chosen >= 0 {
+		switch {
+		case f.d.allDown:
+			chosen = "all-down"
+		case f.d.chosen >= 0:
 			chosen = views[f.d.chosen].tag
+		case f.d.combined != nil:
+			var tags []string
+			for _, k := range combined(views, f.d.combined, f.d == &d6) {
+				tags = append(tags, views[k].tag)
+			}
+			chosen = strings.Join(tags, tierSep)
 		}
-		lines = append(lines, fmt.Sprintf("answer %s %s: %s", f.family, chosen, f.d.why))
+		why := f.d.why
+		if st := stepText(pol, f.d); st != "" && !f.d.allDown {
+			why = st + ", " + why
+		}
+		lines = append(lines, fmt.Sprintf("answer %s %s: %s", f.family, chosen, why))
 	}
 
 	m := new(dns.Msg)
@@ -161,4 +186,14 @@ func (g *GSLB) addrList(as []netip.Addr) string {
 		s = append(s, fmt.Sprintf("(%d more)", len(as)-n))
 	}
 	return strings.Join(s, ",")
+}
+
+// weightList is the policy's weights, sorted by tag.
+func weightList(pol *policy) string {
+	tags := slices.Sorted(maps.Keys(pol.weights))
+	ws := make([]string, len(tags))
+	for i, t := range tags {
+		ws[i] = fmt.Sprintf("%s=%d", t, pol.weights[t])
+	}
+	return strings.Join(ws, ",")
 }

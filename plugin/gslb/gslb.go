@@ -81,6 +81,7 @@ type GSLB struct {
 	policies    atomic.Pointer[sync.Map]
 	policyCount atomic.Int64
 	answerCount answerCounters
+	stepCount   stepCounters
 
 	// unions holds the prepared union of every tag's targets of the hosts
 	// whose targets do not fit in one answer (unionOf), by name; rotation
@@ -121,6 +122,7 @@ func New(zone string) *GSLB {
 	g.refused = map[netip.Addr]struct{}{}
 	g.policies.Store(&sync.Map{})
 	g.answerCount = newAnswerCounters(zone)
+	g.stepCount = newStepCounters(zone)
 	return g
 }
 
@@ -183,6 +185,10 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			// One draw for both families where the drawn tag has both.
 			d6.chosen, d6.why = d.chosen, d.why
 		}
+		if d.why == whyTierDrawn && d6.why == whyTierDrawn && d.tier == d6.tier && views[d.chosen].has(true) {
+			// Likewise within a tier.
+			d6.chosen = d.chosen
+		}
 	}
 
 	m := new(dns.Msg)
@@ -201,24 +207,30 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		return dns.RcodeSuccess, nil
 	}
 	if d.strategy == failover {
-		first := g.geotag
-		if len(pol.primary) > 0 {
-			first = pol.primary[0]
-		}
-		chosen := d.chosen
+		dd := &d
 		if d.unknown {
-			chosen = d6.chosen
+			dd = &d6
 		}
-		if chosen < 0 {
+		switch {
+		case dd.step == stepLower && dd.chosen >= 0:
+			failovers.WithLabelValues(g.zone, views[dd.chosen].tag).Inc()
+		case dd.step == stepLower && len(dd.combined) > 0:
+			if idx := combined(views, dd.combined, dd == &d6 || aaaa); len(idx) > 0 {
+				failovers.WithLabelValues(g.zone, views[idx[0]].tag).Inc()
+			}
+		case dd.step == stepAll || dd.step == stepAllDown:
 			failovers.WithLabelValues(g.zone, "all").Inc()
-		} else if views[chosen].tag != first {
-			failovers.WithLabelValues(g.zone, views[chosen].tag).Inc()
 		}
 	}
-
 	ttl := g.ttlOf(pol, h)
 	owner := state.QName()
-	if qtype == dns.TypeANY {
+	if d.allDown {
+		g.settleAllDown(pol, h.Name, &d, &d6)
+	}
+	if d.allDown {
+		// No tag has targets of either family: both families alike.
+		m.Answer = g.allDownAnswer(pol.allDown, owner, ttl, qtype)
+	} else if qtype == dns.TypeANY {
 		if !d.unknown {
 			m.Answer = appendAddrs(m.Answer, owner, ttl, false, g.targets(h.Name, views, d, false))
 		}
@@ -244,6 +256,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 		}
 	}
 	g.answered(d.strategy, result)
+	g.answerStep(d.strategy, d.step)
 	w.WriteMsg(addOPT(m, r, ecs, scope))
 	return dns.RcodeSuccess, nil
 }

@@ -52,6 +52,20 @@ var (
 		Help:      "Counter of failover answers that did not come from the first primary tag, by the tag that answered (\"all\" when none had targets).",
 	}, []string{"zone", "tag"})
 
+	answerSteps = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "answer_steps_total",
+		Help:      "Counter of GSLB answers by strategy and the step of the policy that answered (first, lower_tier, fallback, all, all_down).",
+	}, []string{"zone", "strategy", "step"})
+
+	policyErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "policy_errors_total",
+		Help:      "Counter of invalid gslb/* properties of hosts, ignored as a whole (the default applies), by property; each invalid value is counted once.",
+	}, []string{"zone", "property"})
+
 	cacheMisses = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
@@ -180,4 +194,19 @@ func (g *GSLB) answered(strategy string, result int) {
 	if a, ok := g.answerCount[strategy]; ok {
 		a[result].Inc()
 	}
+}
+
+// stepCounters are the zone's answer_steps_total counters, resolved once.
+type stepCounters map[string]*[stepCount]prometheus.Counter
+
+func newStepCounters(zone string) stepCounters {
+	c := stepCounters{}
+	for _, s := range []string{roundRobin, failover, geoip, weighted} {
+		var a [stepCount]prometheus.Counter
+		for i, n := range stepNames {
+			a[i] = answerSteps.WithLabelValues(zone, s, n)
+		}
+		c[s] = &a
+	}
+	return c
 }

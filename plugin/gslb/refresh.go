@@ -141,6 +141,13 @@ func (g *GSLB) walk() {
 		if v, ok := g.badPol.Load(h.Name); !ok || v.(string) != msg {
 			g.badPol.Store(h.Name, msg)
 			log.Warningf("Host %s has invalid GSLB properties, the defaults apply: %s", h.Name, msg)
+			for _, err := range errs {
+				prop := "other"
+				if pe, ok := err.(*propError); ok {
+					prop = strings.TrimPrefix(pe.prop, "gslb/")
+				}
+				policyErrors.WithLabelValues(g.zone, prop).Inc()
+			}
 		}
 		return true
 	})

@@ -127,7 +127,7 @@ func (p *parser) word(c *caddy.Controller) error {
 			return err
 		}
 		g.maxTargets = n
-	case "strategy", "primary", "weight", "ttl":
+	case "strategy", "primary", "weight", "ttl", "fallback", "all_down":
 		return p.policy(c)
 	case "geo":
 		return p.geo(c)
@@ -237,7 +237,8 @@ func (p *parser) peersFromNS(c *caddy.Controller) error {
 	return nil
 }
 
-// policy parses the default policy's words: strategy, primary, weight, ttl.
+// policy parses the default policy's words: strategy, primary, weight, ttl,
+// fallback, all_down.
 func (p *parser) policy(c *caddy.Controller) error {
 	def := &p.g.defaults
 	word := c.Val()
@@ -256,7 +257,28 @@ func (p *parser) policy(c *caddy.Controller) error {
 		if len(args) == 0 {
 			return c.ArgErr()
 		}
-		def.primary = args
+		if err := def.setPrimary(args); err != nil {
+			return c.Errf("primary: %v", err)
+		}
+	case "fallback":
+		if len(args) < 2 {
+			return c.Errf("fallback wants REGION TAG...")
+		}
+		if def.fallback == nil {
+			def.fallback = map[string][]string{}
+		}
+		if err := addFallback(def.fallback, args[0], args[1:]); err != nil {
+			return c.Errf("fallback: %v", err)
+		}
+	case "all_down":
+		if def.allDown != nil {
+			return c.Err("all_down given twice")
+		}
+		ad, err := parseAllDown(args)
+		if err != nil {
+			return c.Errf("all_down: %v", err)
+		}
+		def.allDown = ad
 	case "weight":
 		if len(args) == 0 || len(args)%2 != 0 {
 			return c.Errf("weight wants TAG N pairs")
@@ -494,6 +516,7 @@ func positive(c *caddy.Controller) (int, error) {
 
 // derive sets the timings that follow from refresh.
 func (g *GSLB) derive() {
+	g.defaults.prepare()
 	// No answer is refreshed more often than once a second (or refresh,
 	// when that is shorter), whatever TTL the peer gives.
 	g.floor = min(time.Second, g.refresh)

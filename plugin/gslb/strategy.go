@@ -43,11 +43,24 @@ func strategyName(s string) (string, bool) {
 // policy is how the answer for a host is chosen.
 type policy struct {
 	strategy string
-	primary  []string
+	primary  []string   // the primary order's entries: tags, or tiers of tags joined with "+"
+	tiers    [][]string // primary split into tiers; nil when no entry is a tier
+	tierW    [][]int32  // the weights of tiers' tags (prepare); nil without weights
 	weights  map[string]int
+	fallback map[string][]string // geoip region -> its own order
+	allDown  *allDown
 	ttl      uint32
 	ttlSet   bool
 }
+
+// propError is an invalid property: the whole property is ignored and the
+// default applies.
+type propError struct {
+	prop string
+	err  error
+}
+
+func (e *propError) Error() string { return e.prop + ": " + e.err.Error() }
 
 // hostPolicy overrides the Corefile defaults with the host's own properties.
 // Invalid values keep the default and are returned as errors for the
@@ -60,7 +73,9 @@ func hostPolicy(def *policy, props, labels map[string]string) (*policy, []error)
 	pr, hasP := props[propPrimary]
 	w, hasW := props[propWeight]
 	t, hasT := props[propTTL]
-	if !hasS && !hasP && !hasW && !hasT {
+	fb, hasF := props[propFallback]
+	ad, hasA := props[propAllDown]
+	if !hasS && !hasP && !hasW && !hasT && !hasF && !hasA {
 		return def, nil
 	}
 	pol := *def
@@ -69,34 +84,71 @@ func hostPolicy(def *policy, props, labels map[string]string) (*policy, []error)
 		if name, ok := strategyName(s); ok {
 			pol.strategy = name
 		} else {
-			errs = append(errs, fmt.Errorf("unknown strategy %q", s))
+			errs = append(errs, &propError{propStrategy, fmt.Errorf("unknown strategy %q", s)})
 		}
 	}
 	if hasP {
-		pol.primary = nil
+		var entries []string
 		for f := range strings.SplitSeq(pr, ",") {
 			if f = strings.TrimSpace(f); f != "" {
-				pol.primary = append(pol.primary, f)
+				entries = append(entries, f)
 			}
+		}
+		if err := pol.setPrimary(entries); err != nil {
+			errs = append(errs, &propError{propPrimary, err})
 		}
 	}
 	if hasW {
 		ws, err := parseWeights(w)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &propError{propWeight, err})
 		} else {
 			pol.weights = ws
+		}
+	}
+	if hasF {
+		m, err := parseFallback(fb)
+		if err != nil {
+			errs = append(errs, &propError{propFallback, err})
+		} else {
+			pol.fallback = m
+		}
+	}
+	if hasA {
+		a, err := parseAllDown([]string{ad})
+		if err != nil {
+			errs = append(errs, &propError{propAllDown, err})
+		} else {
+			pol.allDown = a
 		}
 	}
 	if hasT {
 		n, err := strconv.ParseUint(strings.TrimSpace(t), 10, 32)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("bad %s %q", propTTL, t))
+			errs = append(errs, &propError{propTTL, fmt.Errorf("bad %s %q", propTTL, t)})
 		} else {
 			pol.ttl, pol.ttlSet = uint32(n), true
 		}
 	}
+	pol.prepare()
 	return &pol, errs
+}
+
+// setPrimary sets the primary order from its entries; any entry that is a
+// tier ("eu+us") makes the order tiered. On error pol is unchanged.
+func (pol *policy) setPrimary(entries []string) error {
+	primary, tiers, err := parseTiers(entries)
+	if err != nil {
+		return err
+	}
+	pol.primary, pol.tiers = primary, nil
+	for _, t := range tiers {
+		if len(t) > 1 {
+			pol.tiers = tiers
+			break
+		}
+	}
+	return nil
 }
 
 // parseWeights reads "eu=80,us=20,ap=0".
@@ -157,12 +209,23 @@ const (
 	whyClientTag   = "the client's tag has targets"
 	whyClientEmpty = "the client's tag has no targets: all targets"
 	whyClientNoTag = "no geo tag for the client: all targets"
+
+	whyTierDrawn      = "drawn by weight within the first tier with targets"
+	whyTierCombined   = "the first tier with targets, its tags' targets combined"
+	whyFallback       = "the client's tag has no targets: first tag of its fallback order with targets"
+	whyFallbackEmpty  = "the client's tag and its fallback order have no targets: all targets"
+	whyAllDown        = "no tag has targets: the all-down answer"
+	whyAllDownRefused = "no tag has targets, the all-down CNAME is refused at the apex: all targets"
 )
 
 // decision is what a strategy chose.
 type decision struct {
 	strategy string
-	chosen   int // index of the tag whose targets answer; -1: all targets
+	chosen   int      // index of the tag whose targets answer; -1: all targets (or combined)
+	combined []string // a tier whose tags' targets answer together (no weights); pol's, shared
+	step     int      // stepFirst...stepAllDown, for explain and answer_steps_total
+	tier     int      // 1-based tier (failover) or fallback step (geoip) that answered
+	allDown  bool     // no tag has targets: the policy's all-down answer
 	why      string
 	unknown  bool // failover met a primary that is not asked yet
 	// geo: the client's tag and the prefix length the answer holds for
@@ -178,36 +241,59 @@ type decision struct {
 // strategy's order, that has it.
 func (g *GSLB) decide(pol *policy, views []tagView, cl *client, aaaa bool) decision {
 	d := decision{strategy: pol.strategy, chosen: -1}
+	g.decideStrategy(pol, views, cl, aaaa, &d)
+	if d.chosen < 0 && d.combined == nil && !d.unknown {
+		if d.step == stepFirst {
+			d.step = stepAll
+		}
+		if pol.allDown != nil && noneHasTargets(views) {
+			d.allDown, d.step, d.why = true, stepAllDown, whyAllDown
+		}
+	}
+	return d
+}
+
+func (g *GSLB) decideStrategy(pol *policy, views []tagView, cl *client, aaaa bool, d *decision) {
 	switch pol.strategy {
 	case failover:
+		if pol.tiers != nil {
+			decideTiers(pol, views, aaaa, d)
+			return
+		}
 		order := pol.primary
 		if len(order) == 0 {
 			// No primary: this cluster first, then the peers in tag order.
 			for i := range views {
 				if views[i].has(aaaa) {
 					d.chosen, d.why = i, whyPrimary
-					return d
+					if i > 0 {
+						d.step = stepLower
+					}
+					return
 				}
 				if views[i].state == stateUnknown {
 					d.unknown, d.why = true, whyUnknown
-					return d
+					return
 				}
 			}
 			d.why = whyNoPrimary
-			return d
+			return
 		}
-		for _, tag := range order {
+		for n, tag := range order {
 			i := findTag(views, tag)
 			if i < 0 {
 				continue // not a cluster we know: no targets
 			}
 			if views[i].has(aaaa) {
 				d.chosen, d.why = i, whyPrimary
-				return d
+				if n > 0 {
+					d.step = stepLower
+				}
+				return
 			}
 			if views[i].state == stateUnknown {
 				d.unknown, d.why = true, whyUnknown
-				return d
+				return
 			}
 		}
 		d.why = whyNoPrimary
@@ -220,7 +306,7 @@ func (g *GSLB) decide(pol *policy, views []tagView, cl *client, aaaa bool) decis
 		}
 		if total == 0 {
 			d.why = whyNoWeighted
-			return d
+			return
 		}
 		n := rand.IntN(total)
 		for i := range views {
@@ -229,7 +315,7 @@ func (g *GSLB) decide(pol *policy, views []tagView, cl *client, aaaa bool) decis
 			}
 			if n -= weightOf(pol, views[i].tag); n < 0 {
 				d.chosen, d.why = i, whyDrawn
-				return d
+				return
 			}
 		}
 	case geoip:
@@ -238,17 +324,19 @@ func (g *GSLB) decide(pol *policy, views []tagView, cl *client, aaaa bool) decis
 		d.geoTag, d.scope = tag, scope
 		if !ok {
 			d.why = whyClientNoTag
-			return d
+			return
 		}
 		if i := findTag(views, tag); i >= 0 && views[i].has(aaaa) {
 			d.chosen, d.why = i, whyClientTag
-			return d
+			return
+		}
+		if pol.fallback != nil && decideFallback(pol, views, aaaa, d) {
+			return
 		}
 		d.why = whyClientEmpty
 	default: // roundRobin
 		d.why = whyAll
 	}
-	return d
 }
 
 // weightOf is the tag's weight; with no weights configured every tag
@@ -270,6 +358,9 @@ func weightOf(pol *policy, tag string) int {
 func (g *GSLB) targets(name string, views []tagView, d decision, aaaa bool) []netip.Addr {
 	if d.chosen >= 0 {
 		return g.window(pick(&views[d.chosen], aaaa))
+	}
+	if d.combined != nil {
+		return g.window(combine(views, d.combined, aaaa))
 	}
 	total := 0
 	for i := range views {
@@ -368,4 +459,55 @@ func (g *GSLB) unionOf(name string, views []tagView, aaaa bool) []netip.Addr {
 	}
 	g.unions.Store(key, u)
 	return u.addrs
+}
+
+// combined returns the indices of the views of tags that have targets of
+// the family, in the order of tags.
+func combined(views []tagView, tags []string, aaaa bool) []int {
+	var idx []int
+	for _, tag := range tags {
+		if i := findTag(views, tag); i >= 0 && views[i].has(aaaa) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// combine is the targets of the views of tags (one tier's),
+// de-duplicated.
+func combine(views []tagView, tags []string, aaaa bool) []netip.Addr {
+	n := 0
+	for _, tag := range tags {
+		if i := findTag(views, tag); i >= 0 {
+			n += len(pick(&views[i], aaaa))
+		}
+	}
+	out := make([]netip.Addr, 0, n)
+	var seen map[netip.Addr]struct{}
+	for _, tag := range tags {
+		i := findTag(views, tag)
+		if i < 0 {
+			continue
+		}
+		for _, a := range pick(&views[i], aaaa) {
+			if len(out) < 16 {
+				if containsAddr(out, a) {
+					continue
+				}
+			} else {
+				if seen == nil {
+					seen = make(map[netip.Addr]struct{}, 2*len(out))
+					for _, b := range out {
+						seen[b] = struct{}{}
+					}
+				}
+				if _, dup := seen[a]; dup {
+					continue
+				}
+				seen[a] = struct{}{}
+			}
+			out = append(out, a)
+		}
+	}
+	return out
 }
