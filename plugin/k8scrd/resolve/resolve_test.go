@@ -107,11 +107,14 @@ func (f *fakeDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	f.inFlight++
 	f.maxInFlight = max(f.maxInFlight, f.inFlight)
 	f.mu.Unlock()
-	defer func() {
+	// The query stops counting as in flight before its answer is written:
+	// the client may ask its next question as soon as it reads this one.
+	done := sync.OnceFunc(func() {
 		f.mu.Lock()
 		f.inFlight--
 		f.mu.Unlock()
-	}()
+	})
+	defer done()
 	time.Sleep(delay)
 
 	switch {
@@ -139,6 +142,7 @@ func (f *fakeDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			m.Truncate(size)
 		}
 	}
+	done()
 	w.WriteMsg(m)
 }
 
