@@ -27,7 +27,11 @@ type fleetConfig struct {
 	notifyDelay time.Duration // changes are coalesced this long before the view is set and peers are notified
 	notifyRate  int           // checks of one peer that its NOTIFYs start, per second
 	limits      fleet.Limits
+	alsoNotify  []string // host:port of stock secondaries (no peers) notified of every new serial
 }
+
+// maxAlsoNotify caps the also_notify addresses.
+const maxAlsoNotify = 64
 
 // Defaults of the fleet block.
 const (
@@ -235,7 +239,7 @@ func (g *GSLB) publish() {
 		return
 	}
 	fleetSerial.WithLabelValues(g.zone).Set(float64(serial))
-	var to []string
+	to := slices.Clone(g.fl.alsoNotify)
 	for _, p := range g.peers.Load().list {
 		if !p.noView.Load() {
 			to = append(to, *p.addrs.Load()...)

@@ -503,3 +503,43 @@ func TestFleetPeerHostsAreGSLBHostsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetAlsoNotify: a stock secondary named in also_notify is sent a
+// NOTIFY of the view when its serial moves, though it is no peer (and there
+// are none); bad addresses and too many are parse errors.
+func TestFleetAlsoNotify(t *testing.T) {
+	got := make(chan *dns.Msg, 16)
+	secondary := fleettest.Serve(t, "127.0.0.1:0", dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		if r.Opcode == dns.OpcodeNotify {
+			select {
+			case got <- r:
+			default:
+			}
+		}
+		m := new(dns.Msg)
+		m.SetReply(r)
+		w.WriteMsg(m)
+	}), nil)
+	st := newFakeStore(host("www."+zone, "198.18.0.1"))
+	g, _ := newGSLB(t, "gslb "+zone+" {\n geotag eu\n fleet {\n also_notify "+secondary+"\n }\n}", st)
+	waitReady(t, g)
+	select {
+	case m := <-got:
+		if len(m.Question) != 1 || m.Question[0].Name != fleet.Name(zone) || m.Question[0].Qtype != dns.TypeSOA {
+			t.Errorf("NOTIFY to the also_notify address: %v, want one of %s SOA", m.Question, fleet.Name(zone))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no NOTIFY of the first view to the also_notify address within 5s")
+	}
+
+	for _, bad := range []string{
+		"also_notify",
+		"also_notify knot.example.org",
+		"also_notify " + strings.Repeat("127.0.0.1 ", maxAlsoNotify+1),
+	} {
+		c := caddy.NewTestController("dns", "gslb "+zone+" {\n geotag eu\n fleet {\n "+bad+"\n }\n}")
+		if _, err := parse(c); err == nil || !strings.Contains(err.Error(), "Line 4") && !strings.Contains(err.Error(), ":4") {
+			t.Errorf("fleet { %s }: error %v, want one naming line 4", strings.TrimSpace(bad[:min(len(bad), 40)]), err)
+		}
+	}
+}

@@ -423,6 +423,19 @@ func (p *parser) fleet(c *caddy.Controller) error {
 				return c.Errf("fleet key: %v", err)
 			}
 			g.fl.keys, g.fl.keyFile = k, args[0]
+		case "also_notify":
+			args := corefile.Args(c)
+			if len(args) == 0 {
+				return c.ArgErr()
+			}
+			if len(g.fl.alsoNotify)+len(args) > maxAlsoNotify {
+				return c.Errf("fleet also_notify: more than %d addresses", maxAlsoNotify)
+			}
+			addrs, err := peerAddrs(c, "fleet also_notify", args)
+			if err != nil {
+				return err
+			}
+			g.fl.alsoNotify = append(g.fl.alsoNotify, addrs...)
 		case "notify_delay":
 			d, err := corefile.Duration(c, 0)
 			if err != nil {

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -24,66 +25,103 @@ import (
 
 const zone = "example.org."
 
-// primary serves the view that Knot follows.
-//
-// The test runs against goPrimary: a fleet.Publisher in a dns.Server inside
-// the test, wrapped as CoreDNS wraps a plugin (fleettest.Handler). To run it
-// against the coredns binary, write a corednsPrimary and return it from
-// newPrimary; nothing else in the test depends on who the primary is. Start
-// it with harness.StartCoreDNS on harness.NewIP(t), with the key file
-// (fleettest.Key's text, through harness.WithFile) and a Corefile such as
-//
-//	example.org:53 {
-//	    bind IP
-//	    k8scrd { directory DIR }    # the hosts, as the sources tests write them
-//	    localtargets ...
-//	    gslb example.org {
-//	        geotag eu
-//	        peer knot KNOT_ADDR     # the secondary gets the NOTIFYs
-//	        fleet { key KEYFILE }
-//	    }
-//	}
-//
-// (the words are in plugin/gslb/README.md, "fleet"; Knot then also plays a
-// peer that serves a view, which does not matter here). Its SetHosts writes
-// the hosts' manifests into DIR and waits until the view's SOA serial moves
-// (fleet.NewFollower(...).Check); Serial returns that serial and Addr the
-// server's IP:53. The records compared are the view's, so hosts(n, gen) must
-// be written as sources that give the same targets and gslb/* properties.
-type primary interface {
-	Addr() string                              // "ip:port" of the view
-	SetHosts(t *testing.T, hosts []fleet.Host) // change the view and NOTIFY the secondary
-	Serial(t *testing.T) uint32                // the view's SOA serial
+// primary is the cluster whose view Knot follows: the coredns binary
+// serving the GSLB zone from a directory source with `fleet { key FILE
+// also_notify KNOT }` (plugin/gslb/README.md, "fleet"). Knot is no peer of
+// it: also_notify is how a cluster tells a stock secondary of a new serial.
+type primary struct {
+	srv    *harness.CoreDNS
+	dir    string // the directory source: the hosts' manifests
+	view   *fleet.Follower
+	serial uint32
 }
 
-type goPrimary struct {
-	p         *fleet.Publisher
-	addr      string
-	secondary string
+func newPrimary(t *testing.T, keyText string, keys *fleet.Keys, secondary string) *primary {
+	t.Helper()
+	harness.RequirePlugins(t, "k8scrd", "localtargets", "gslb")
+	ip := harness.NewIP(t)
+	p := &primary{dir: t.TempDir()}
+	p.srv = harness.StartCoreDNS(t, fmt.Sprintf(`%[1]s:53 {
+    bind %[2]s
+    localtargets
+    gslb %[1]s {
+        geotag eu
+        refresh 30s
+        fleet {
+            key fleet.key
+            also_notify %[3]s
+        }
+    }
+    k8scrd %[1]s {
+        directory %[4]s
+    }
+    errors
+}
+`, zone, ip, secondary, p.dir), harness.WithFile("fleet.key", keyText))
+	p.view = fleet.NewFollower(zone, p.srv.Addr, keys, fleet.Limits{})
+	return p
 }
 
-func newPrimary(t *testing.T, keys *fleet.Keys, secondary string) primary {
-	p := fleet.NewPublisher(zone, keys, fleet.Limits{})
-	addr := fleettest.Serve(t, harness.HostPort(t, harness.NewIP(t)), fleettest.Handler(p), keys.Secrets())
-	return &goPrimary{p: p, addr: addr, secondary: secondary}
-}
+func (p *primary) Addr() string { return p.srv.Addr }
 
-func (g *goPrimary) Addr() string { return g.addr }
-
-func (g *goPrimary) SetHosts(t *testing.T, hosts []fleet.Host) {
-	if _, changed := g.p.Set(hosts); !changed {
-		t.Fatal("SetHosts: the view did not change")
+// SetHosts writes hosts as the cluster's manifests (objects of 500
+// endpoints) and waits until its view holds them: the cluster sets the view
+// and NOTIFYs the secondary on its own.
+func (p *primary) SetHosts(t *testing.T, hosts []fleet.Host) {
+	t.Helper()
+	var docs []string
+	for i := 0; i < len(hosts); i += 500 {
+		var eps []testkit.Endpoint
+		for _, h := range hosts[i:min(len(hosts), i+500)] {
+			var ps [][2]string
+			for _, k := range slices.Sorted(maps.Keys(h.Policy)) {
+				ps = append(ps, [2]string{k, h.Policy[k]})
+			}
+			for _, fam := range []struct {
+				rtype string
+				addrs []netip.Addr
+			}{{"A", h.A}, {"AAAA", h.AAAA}} {
+				if len(fam.addrs) == 0 {
+					continue
+				}
+				var targets []string
+				for _, a := range fam.addrs {
+					targets = append(targets, a.String())
+				}
+				eps = append(eps, testkit.Endpoint{DNSName: strings.TrimSuffix(h.Name, "."), RecordType: fam.rtype, TTL: int64(h.TTL), Targets: targets, ProviderSpecific: ps})
+				ps = nil // the host's properties, once
+			}
+		}
+		docs = append(docs, testkit.DNSEndpoint("apps", fmt.Sprintf("hosts-%d", i), nil, eps...))
 	}
-	g.p.Notify(context.Background(), []string{g.secondary})
+	testkit.WriteFile(t, p.dir, "hosts.yaml", strings.Join(docs, "\n---\n"))
+	testkit.Eventually(t, 20*time.Second, "the cluster's view holds the hosts written", func() (bool, string) {
+		v, _, err := p.view.Check(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		if v.Serial == p.serial || !reflect.DeepEqual(v.Hosts, hosts) {
+			return false, fmt.Sprintf("view serial %d with %d hosts, want a new serial with %d hosts\n%s", v.Serial, len(v.Hosts), len(hosts), p.srv.Log())
+		}
+		p.serial = v.Serial
+		return true, ""
+	})
 }
 
-func (g *goPrimary) Serial(t *testing.T) uint32 { return g.p.View().Serial }
+func (p *primary) Serial(t *testing.T) uint32 { return p.serial }
 
-// hosts returns n hosts of zone (gen changes the second address of each),
-// the zone's apex as a host, and a name too long for the readable owner.
+// hosts returns n roundRobin hosts of zone (gen changes the second address
+// of each) and a name too long for the readable owner, sorted by name as a
+// view is.
 func hosts(n, gen int) []fleet.Host {
-	return append(fleettest.Hosts(zone, n, gen),
-		fleet.Host{Name: zone, TTL: 60, Policy: map[string]string{"gslb/strategy": "failover", "gslb/primary": "eu"}},
+	hs := fleettest.Hosts(zone, n, gen)
+	for i := range hs {
+		hs[i].Policy = map[string]string{"gslb/strategy": "roundRobin"}
+		if i%2 == 1 {
+			hs[i].Policy = map[string]string{"gslb/primary": "eu", "gslb/strategy": "failover"}
+		}
+	}
+	return append(hs,
 		fleet.Host{Name: strings.Repeat(strings.Repeat("l", 63)+".", 3) + strings.Repeat("l", 47) + "." + zone, TTL: 30,
 			AAAA: []netip.Addr{netip.MustParseAddr("fd00::99")}})
 }
@@ -200,7 +238,7 @@ func TestKnotFollowsTheViewWithTheFleetKey(t *testing.T) {
 	tsig := "hmac-sha256:fleet:" + secret
 
 	knotAddr := harness.NewAddr(t)
-	pr := newPrimary(t, keys, knotAddr)
+	pr := newPrimary(t, keyText, keys, knotAddr)
 	pr.SetHosts(t, hosts(2000, 0)) // about 0.5 MB: many AXFR messages, each signed
 	knot := startKnotSecondary(t, knotAddr, pr.Addr(), "fleet", secret)
 
@@ -217,9 +255,8 @@ func TestKnotFollowsTheViewWithTheFleetKey(t *testing.T) {
 	if got := axfr(t, knotAddr, tsig); !slices.Equal(got, primaryView) {
 		t.Fatalf("Knot serves %d records, the primary %d; first difference: %s", len(got), len(primaryView), firstDiff(got, primaryView))
 	}
-	// SOA, NS; TXT, 2 A, AAAA a host; the apex host's TXT; PTR, TXT, AAAA
-	// of the long one.
-	if want := 2 + 2000*4 + 1 + 3; len(primaryView) != want {
+	// SOA, NS; TXT, 2 A, AAAA a host; PTR, TXT, AAAA of the long one.
+	if want := 2 + 2000*4 + 3; len(primaryView) != want {
 		t.Fatalf("the view has %d records, want %d", len(primaryView), want)
 	}
 
@@ -265,16 +302,20 @@ func TestKnotFollowsTheViewWithTheFleetKey(t *testing.T) {
 		if out != "198.18.0.7" {
 			t.Errorf("kdig -y h00007 A at %s: %q, want 198.18.0.7", addr, out)
 		}
-		out = short(harness.Kdig(t, addr, "-y", tsig, "+short", "h."+fleet.Name(zone), "TXT"))
+		out = short(harness.Kdig(t, addr, "-y", tsig, "+short", "h00007.h."+fleet.Name(zone), "TXT"))
 		if out != `"gslb/primary=eu" "gslb/strategy=failover"` {
-			t.Errorf("kdig -y the apex host's TXT at %s: %q", addr, out)
+			t.Errorf("kdig -y h00007's TXT at %s: %q", addr, out)
 		}
 	}
 
-	// Refused: an unsigned NOTIFY (Knot ignores it), a transfer with a
-	// wrong key (at the primary and at Knot), an unsigned query.
+	// Refused: an unsigned NOTIFY (at the cluster: REFUSED, counted; Knot
+	// ignores it), a transfer with a wrong key (at the cluster and at
+	// Knot), an unsigned query.
 	m := new(dns.Msg)
 	m.SetNotify(fleet.Name(zone))
+	if r, err := dns.Exchange(m, pr.Addr()); err != nil || r.Rcode != dns.RcodeRefused {
+		t.Errorf("unsigned NOTIFY to the cluster: %v %v, want REFUSED", r, err)
+	}
 	r, err := dns.Exchange(m, knotAddr)
 	if err != nil || r.Rcode == dns.RcodeSuccess {
 		t.Errorf("unsigned NOTIFY to Knot: %v %v, want refused", r, err)
