@@ -32,7 +32,7 @@ func bulkyMeta(name string, read map[string]string) metav1.ObjectMeta {
 		Labels:      map[string]string{"app": name, "k8gb.io/dnstype": "local"},
 		Annotations: a,
 		ManagedFields: []metav1.ManagedFieldsEntry{
-			{Manager: "kubectl", Time: &changed, FieldsV1: &metav1.FieldsV1{Raw: []byte(strings.Repeat("{}", 500))}},
+			{Manager: "kubectl", Time: &changed, FieldsV1: metav1.NewFieldsV1(strings.Repeat("{}", 500))},
 			{Manager: "controller", Time: &created},
 		},
 	}
