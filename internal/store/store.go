@@ -128,8 +128,8 @@ type Targets interface {
 }
 
 // Fleet is implemented by gslb when its peers follow each other's views:
-// which queries are fleet traffic (signed with a fleet key, or from a known
-// peer), that rate limiting must never drop. rrl finds it with
+// which queries are fleet traffic (signed with a fleet key; without a key,
+// from a known peer's address), that rate limiting must never drop. rrl finds it with
 // FleetFromConfig.
 type Fleet interface {
 	FleetTraffic(w dns.ResponseWriter, r *dns.Msg) bool

@@ -159,15 +159,16 @@ func (g *GSLB) peerAt(a netip.Addr) *peer {
 	return g.peerAddrs.Load().byAddr[a]
 }
 
-// FleetTraffic implements store.Fleet for rate limiting: a query signed
-// with one of the fleet's keys (and verified by the server), or one from a
-// known peer's address.
+// FleetTraffic implements store.Fleet for rate limiting: with a fleet key,
+// a query signed with one of its keys (and verified by the server); without
+// one, a query from a known peer's address. A source address alone is not
+// trusted where a key exists: a spoofed UDP query would pass rrl.
 func (g *GSLB) FleetTraffic(w dns.ResponseWriter, r *dns.Msg) bool {
 	if g.fl == nil {
 		return false
 	}
-	if g.fl.keys != nil && r.IsTsig() != nil && g.fl.keys.Verified(w, r) {
-		return true
+	if g.fl.keys != nil {
+		return r.IsTsig() != nil && g.fl.keys.Verified(w, r)
 	}
 	return g.peerAt(remoteAddr(w)) != nil
 }
