@@ -21,9 +21,11 @@ log() { echo "test-deps: $*" >&2; }
 
 # valgrind: make bench-instr (callgrind); prometheus: promtool for
 # test/monitoring; runc, ca-certificates: test/image and make image;
-# zonemaster-cli: test/k8scrd (replicas' SOA serials); pdns-recursor:
+# zonemaster-cli: test/k8scrd (replicas' SOA serials); bind9: parents for
+# publish_delegation and delv; nftables: the witness partition; dnsviz:
+# DNSSEC judging; pdns-recursor:
 # test/gslb (ECS caching); the rest: the tests and make bench.
-apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound pdns-recursor dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind prometheus runc ca-certificates zonemaster-cli)
+apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound pdns-recursor dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind prometheus runc ca-certificates zonemaster-cli bind9 nftables dnsviz)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -36,7 +38,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # The packaged daemons start themselves on :53 when installed; the tests run
 # their own instances on loopback, so stop any system copy that would hold ports.
-for svc in nsd knot unbound dnsdist; do
+for svc in nsd knot unbound dnsdist named; do
   pkill -x "$svc" 2>/dev/null || true
   pkill -x "${svc}d" 2>/dev/null || true
 done
