@@ -359,13 +359,17 @@ func (g *GSLB) update(ctx context.Context, zone string, insert, remove []dns.RR)
 		if res == "ok" {
 			return results, nil
 		}
-		if err == nil && r != nil {
-			err = fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
+		why := ""
+		if r != nil {
+			why = "rcode " + dns.RcodeToString[r.Rcode]
 			if t := r.IsTsig(); t != nil && t.Error != 0 {
-				err = fmt.Errorf("rcode %s, TSIG error %s", dns.RcodeToString[r.Rcode], dns.RcodeToString[int(t.Error)])
+				why += ", TSIG error " + dns.RcodeToString[int(t.Error)]
 			}
 		}
-		errs = append(errs, fmt.Errorf("%s: %s: %v", s, res, err))
+		if err != nil {
+			why = strings.TrimPrefix(why+", "+err.Error(), ", ")
+		}
+		errs = append(errs, fmt.Errorf("%s: %s (%s)", s, res, why))
 	}
 	return results, errors.Join(errs...)
 }
@@ -493,14 +497,17 @@ func (g *GSLB) runDelegation(ctx context.Context) {
 				g.zone, d.ns, len(insert), len(remove), err)
 			return
 		}
+		log.Infof("Updated the delegation of %s at the parent (%s, zone %s): %s", g.zone, v.server, v.zone, describeChanges(insert, remove))
 		// What the parent holds now: the link follows the parent, not
-		// the UPDATE's answer.
-		if v2, err := g.lookAtParent(ctx, x); err == nil {
-			v = v2
-			g.setParentLink(v.ns)
-		}
+		// the UPDATE's answer. When it holds what it should, the next
+		// check in place is no news.
 		last = "updated"
-		log.Infof("Updated the delegation of %s at the parent (%s): %s", g.zone, v.server, describeChanges(insert, remove))
+		if v2, err := g.lookAtParent(ctx, x); err == nil {
+			g.setParentLink(v2.ns)
+			if ins, rem := d.changes(g.zone, v2); len(ins)+len(rem) == 0 {
+				last = "in_place"
+			}
+		}
 	})
 }
 
