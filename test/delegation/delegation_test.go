@@ -324,6 +324,8 @@ func (f *fleet) run(t *testing.T) {
 		n := updates(t, rogue, "refused") + updates(t, rogue, "notauth") + updates(t, rogue, "badkey")
 		return n > 0, fmt.Sprintf("rogue's refused UPDATEs: %v; log:\n%s", n, rogue.srv.Log())
 	})
+	t.Logf("the UPDATE of ap's glue with eu's key: refused %v, notauth %v, badkey %v",
+		updates(t, rogue, "refused"), updates(t, rogue, "notauth"), updates(t, rogue, "badkey"))
 	if n := updates(t, rogue, "ok"); n != 0 {
 		t.Errorf("the parent applied %v UPDATEs of ap's glue signed with eu's key", n)
 	}
