@@ -3,6 +3,7 @@ package delegation
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -394,25 +395,31 @@ func port0(hp string) string { _, p, _ := net.SplitHostPort(hp); return p }
 // glue name, nothing else.
 func TestBINDParentTakesEachClustersOwnDelegation(t *testing.T) {
 	f := newFleet(t, "eu", "us", "ap")
+	b := f.startBIND(t)
+	f.run(t)
+	if t.Failed() {
+		t.Logf("named's log:\n%s", b.Log())
+	}
+}
+
+// startBIND starts the parent zone on named with the fleet's keys and the
+// guide's update-policy (docs/multicluster-gslb.md).
+func (f *fleet) startBIND(t *testing.T) *harness.BIND {
+	t.Helper()
 	ip := harness.NewIP(t)
-	var conf strings.Builder
-	var grants strings.Builder
-	for _, tag := range []string{"eu", "us", "ap"} {
+	var conf, grants strings.Builder
+	for _, tag := range slices.Sorted(maps.Keys(f.keys)) {
 		b, err := os.ReadFile(f.keys[tag])
 		if err != nil {
 			t.Fatal(err)
 		}
 		conf.Write(b)
-		// The guide's policy (docs/multicluster-gslb.md).
 		fmt.Fprintf(&grants, "\t\tgrant %s name %s NS;\n\t\tgrant %s name %s A AAAA;\n", tag+"."+zone, zone, tag+"."+zone, nsName(tag))
 	}
 	fmt.Fprintf(&conf, "zone \"example.com\" {\n\ttype primary;\n\tfile \"example.com.zone\";\n\tupdate-policy {\n%s\t};\n};\n", grants.String())
 	b := harness.StartBIND(t, ip, conf.String(), map[string]string{"example.com.zone": parentZoneText(ip)}, parent)
 	f.parentAddr = b.Addr
-	f.run(t)
-	if t.Failed() {
-		t.Logf("named's log:\n%s", b.Log())
-	}
+	return b
 }
 
 // TestKnotParentTakesEachClustersOwnDelegation runs the story against Knot
