@@ -402,6 +402,40 @@ func TestBINDParentTakesEachClustersOwnDelegation(t *testing.T) {
 	}
 }
 
+// bindGrants is a cluster's update-policy, as docs/multicluster-gslb.md
+// shows it: its key may touch the zone's NS RRset and its own glue name.
+func bindGrants(tag string) string {
+	return fmt.Sprintf("        grant %s name %s NS;\n        grant %s name %s A AAAA;\n", tag+"."+zone, zone, tag+"."+zone, nsName(tag))
+}
+
+// knotACL is a cluster's Knot acl, as docs/multicluster-gslb.md shows it.
+func knotACL(tag string) string {
+	return fmt.Sprintf(`  - id: %s
+    key: %s
+    action: update
+    update-type: [NS, A, AAAA]
+    update-owner: name
+    update-owner-match: equal
+    update-owner-name: [%s, %s]
+`, tag, tag+"."+zone, zone, nsName(tag))
+}
+
+// TestGuideShowsTheTestedPolicies: the parent policies the guide tells
+// users to write are the ones these tests run.
+func TestGuideShowsTheTestedPolicies(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "docs/multicluster-gslb.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"eu", "us"} {
+		for _, want := range []string{bindGrants(tag), knotACL(tag)} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("docs/multicluster-gslb.md lacks the tested policy:\n%s", want)
+			}
+		}
+	}
+}
+
 // startBIND starts the parent zone on named with the fleet's keys and the
 // guide's update-policy (docs/multicluster-gslb.md).
 func (f *fleet) startBIND(t *testing.T) *harness.BIND {
@@ -414,7 +448,7 @@ func (f *fleet) startBIND(t *testing.T) *harness.BIND {
 			t.Fatal(err)
 		}
 		conf.Write(b)
-		fmt.Fprintf(&grants, "\t\tgrant %s name %s NS;\n\t\tgrant %s name %s A AAAA;\n", tag+"."+zone, zone, tag+"."+zone, nsName(tag))
+		grants.WriteString(bindGrants(tag))
 	}
 	fmt.Fprintf(&conf, "zone \"example.com\" {\n\ttype primary;\n\tfile \"example.com.zone\";\n\tupdate-policy {\n%s\t};\n};\n", grants.String())
 	b := harness.StartBIND(t, ip, conf.String(), map[string]string{"example.com.zone": parentZoneText(ip)}, parent)
@@ -436,15 +470,7 @@ func TestKnotParentTakesEachClustersOwnDelegation(t *testing.T) {
 	sections.WriteString("acl:\n")
 	var ids []string
 	for _, tag := range []string{"eu", "us", "ap"} {
-		// The guide's acl (docs/multicluster-gslb.md).
-		fmt.Fprintf(&sections, `  - id: %s
-    key: %s
-    action: update
-    update-type: [NS, A, AAAA]
-    update-owner: name
-    update-owner-match: equal
-    update-owner-name: [%s, %s]
-`, tag, tag+"."+zone, zone, nsName(tag))
+		sections.WriteString(knotACL(tag))
 		ids = append(ids, tag)
 	}
 	k := harness.StartKnotWith(t, ip, map[string]string{parent: parentZoneText(ip)}, harness.KnotConfig{

@@ -54,6 +54,7 @@ func StartBIND(t testing.TB, ip, conf string, files map[string]string, origins .
 	notify no;
 	allow-transfer { none; };
 	session-keyfile none;
+	automatic-interface-scan no;
 };
 controls { };
 logging {
