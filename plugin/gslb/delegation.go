@@ -265,21 +265,22 @@ func addrsOf(name string, rrs []dns.RR) []netip.Addr {
 		if !strings.EqualFold(rr.Header().Name, name) {
 			continue
 		}
-		var (
-			a  netip.Addr
-			ok bool
-		)
-		switch x := rr.(type) {
-		case *dns.A:
-			a, ok = netip.AddrFromSlice(x.A.To4())
-		case *dns.AAAA:
-			a, ok = netip.AddrFromSlice(x.AAAA.To16())
-		}
-		if ok && !slices.Contains(addrs, a.Unmap()) {
+		if a, ok := rrAddr(rr); ok && !slices.Contains(addrs, a.Unmap()) {
 			addrs = append(addrs, a.Unmap())
 		}
 	}
 	return addrs
+}
+
+// rrAddr is the address an A or AAAA record holds.
+func rrAddr(rr dns.RR) (netip.Addr, bool) {
+	switch x := rr.(type) {
+	case *dns.A:
+		return netip.AddrFromSlice(x.A.To4())
+	case *dns.AAAA:
+		return netip.AddrFromSlice(x.AAAA.To16())
+	}
+	return netip.Addr{}, false
 }
 
 // changes returns the single records to insert into and remove from the
