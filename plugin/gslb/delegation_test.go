@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -297,5 +298,138 @@ func TestUpdateTriesTheServersInOrder(t *testing.T) {
 	results, err := g.update(context.Background(), "example.com.", []dns.RR{g.deleg.glueRR(netip.MustParseAddr("198.18.0.1"))}, nil)
 	if err != nil || strings.Join(results, ",") != "servfail,ok" {
 		t.Errorf("results %v, error %v; want servfail,ok", results, err)
+	}
+}
+
+// memParent is a parent zone in memory that takes TSIG-signed UPDATEs of
+// the GSLB zone's NS RRset and glue: enough to watch runDelegation.
+type memParent struct {
+	mu      sync.Mutex
+	ns      map[string]bool     // NS targets of the GSLB zone
+	glue    map[string][]dns.RR // name -> A records
+	updates int
+}
+
+func (p *memParent) serve(w dns.ResponseWriter, r *dns.Msg) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := new(dns.Msg)
+	soa, _ := dns.NewRR("example.com. 300 IN SOA ns.example.com. hostmaster.example.com. 1 3600 600 86400 60")
+	if r.Opcode == dns.OpcodeUpdate {
+		p.updates++
+		m.SetReply(r)
+		if r.IsTsig() == nil || w.TsigStatus() != nil {
+			m.Rcode = dns.RcodeNotAuth
+		} else {
+			for _, rr := range r.Ns {
+				remove := rr.Header().Class == dns.ClassNONE
+				switch x := rr.(type) {
+				case *dns.NS:
+					p.ns[x.Ns] = !remove
+					if remove {
+						delete(p.ns, x.Ns)
+					}
+				case *dns.A:
+					var kept []dns.RR
+					for _, g := range p.glue[x.Hdr.Name] {
+						if !g.(*dns.A).A.Equal(x.A) {
+							kept = append(kept, g)
+						}
+					}
+					if !remove {
+						a := *x
+						a.Hdr.Class = dns.ClassINET
+						kept = append(kept, &a)
+					}
+					p.glue[x.Hdr.Name] = kept
+				}
+			}
+			t := r.IsTsig()
+			m.SetTsig(t.Hdr.Name, t.Algorithm, 300, time.Now().Unix())
+		}
+		w.WriteMsg(m)
+		return
+	}
+	m.SetReply(r)
+	q := r.Question[0]
+	switch {
+	case q.Name == "example.com." && q.Qtype == dns.TypeSOA:
+		m.Answer = []dns.RR{soa}
+	case q.Name == "gslb.example.com." && len(p.ns) > 0:
+		for n := range p.ns {
+			m.Ns = append(m.Ns, &dns.NS{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: 300}, Ns: n})
+			m.Extra = append(m.Extra, p.glue[n]...)
+		}
+	default:
+		m.Rcode = dns.RcodeNameError
+		m.Ns = []dns.RR{soa}
+	}
+	w.WriteMsg(m)
+}
+
+// TestRunDelegationPublishesOnceAndDecommissions: the loop adds the NS
+// record and glue once, sends nothing while they are in place, puts back
+// what someone removed, and with decommission removes only its own records.
+func TestRunDelegationPublishesOnceAndDecommissions(t *testing.T) {
+	keys, _ := fleet.ParseKeys("test", []byte(testDelegationKey))
+	p := &memParent{ns: map[string]bool{"gslb-ns-us.gslb.example.com.": true}, glue: map[string][]dns.RR{}}
+	us, _ := dns.NewRR("gslb-ns-us.gslb.example.com. 300 IN A 198.18.0.2")
+	p.glue["gslb-ns-us.gslb.example.com."] = []dns.RR{us}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, TsigSecret: keys.Secrets(), Handler: dns.HandlerFunc(p.serve),
+		MsgAcceptFunc: func(dns.Header) dns.MsgAcceptAction { return dns.MsgAccept }}
+	go srv.ActivateAndServe()
+	defer srv.Shutdown()
+
+	run := func(decommission bool, rounds time.Duration) {
+		g := New("gslb.example.com.")
+		g.geotag = "eu"
+		g.timeout = 500 * time.Millisecond
+		g.deleg = &delegationPublisher{servers: []string{pc.LocalAddr().String()}, keys: keys, ns: "gslb-ns-eu.gslb.example.com.",
+			addrs: ips("198.18.0.1"), ttl: 300, interval: 20 * time.Millisecond, decommission: decommission}
+		ctx, cancel := context.WithTimeout(context.Background(), rounds)
+		defer cancel()
+		g.runDelegation(ctx)
+	}
+	updates := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.updates
+	}
+	state := func() string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var s []string
+		for n := range p.ns {
+			for _, a := range p.glue[n] {
+				s = append(s, n+"="+a.(*dns.A).A.String())
+			}
+		}
+		slices.Sort(s)
+		return strings.Join(s, " ")
+	}
+	run(false, 300*time.Millisecond)
+	if got, want := state(), "gslb-ns-eu.gslb.example.com.=198.18.0.1 gslb-ns-us.gslb.example.com.=198.18.0.2"; got != want {
+		t.Fatalf("after publishing: %q, want %q", got, want)
+	}
+	if updates() != 1 {
+		t.Errorf("%d UPDATEs over about 15 checks, want 1 (a steady state sends none)", updates())
+	}
+	p.mu.Lock()
+	delete(p.ns, "gslb-ns-eu.gslb.example.com.")
+	p.mu.Unlock()
+	run(false, 200*time.Millisecond)
+	if got := state(); !strings.Contains(got, "gslb-ns-eu.gslb.example.com.=198.18.0.1") || updates() != 2 {
+		t.Errorf("after the NS record was removed by hand: %q with %d UPDATEs, want it back by a second UPDATE", got, updates())
+	}
+	run(true, 200*time.Millisecond)
+	if got, want := state(), "gslb-ns-us.gslb.example.com.=198.18.0.2"; got != want || updates() != 3 {
+		t.Errorf("after decommission: %q with %d UPDATEs, want %q after one more", got, updates(), want)
+	}
+	if n := len(p.glue["gslb-ns-eu.gslb.example.com."]); n != 0 {
+		t.Errorf("eu's glue left at the parent: %d records", n)
 	}
 }
