@@ -69,9 +69,16 @@ logging {
 	if err := os.WriteFile(cf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Run under a name of its own: scripts/test-deps.sh stops the named
+	// service that installing bind9 starts (pkill -x named), and must not
+	// stop a test's, as it would when run beside the tests (as StartKnot).
+	own := filepath.Join(dir, "fleetdns-named")
+	if err := os.Symlink(bin, own); err != nil {
+		t.Fatal(err)
+	}
 	b := &BIND{Addr: net.JoinHostPort(ip, "53"), Dir: dir}
 	// -g: foreground, log to stderr; one worker thread is enough on loopback.
-	b.Process = StartProcess(t, "named", bin, []string{"-g", "-4", "-n", "1", "-c", cf}, dir)
+	b.Process = StartProcess(t, "named", own, []string{"-g", "-4", "-n", "1", "-c", cf}, dir)
 	waitServing(t, b.Process, "named", b.Addr, origins)
 	return b
 }
