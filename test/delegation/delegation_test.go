@@ -421,11 +421,16 @@ func knotACL(tag string) string {
 }
 
 // TestGuideShowsTheTestedPolicies: the parent policies the guide tells
-// users to write are the ones these tests run.
+// users to write are the ones these tests run, and its stanza is the
+// shipped component's.
 func TestGuideShowsTheTestedPolicies(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "docs/multicluster-gslb.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	st, _ := stanza(t, harness.ShippedCorefile(t, "deploy/multicluster/publish/corefile.yaml", "fleetdns-gslb"))
+	if !strings.Contains(string(b), st) {
+		t.Errorf("docs/multicluster-gslb.md does not quote deploy/multicluster/publish's stanza:\n%s", st)
 	}
 	for _, tag := range []string{"eu", "us"} {
 		for _, want := range []string{bindGrants(tag), knotACL(tag)} {
