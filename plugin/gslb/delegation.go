@@ -30,6 +30,9 @@ import (
 const (
 	defaultDelegationTTL      = 3600
 	defaultDelegationInterval = 5 * time.Minute
+	// maxGlueSeen bounds the addresses of this cluster's name server
+	// taken from the parent in one round.
+	maxGlueSeen = 64
 )
 
 // delegationPublisher is the configuration of publish_delegation.
@@ -255,6 +258,9 @@ func (g *GSLB) lookAt(ctx context.Context, x exchanger, server string) (parentVi
 	}
 	slices.SortFunc(v.glue, netip.Addr.Compare)
 	v.glue = slices.Compact(v.glue)
+	// What the parent gives is bounded: one UPDATE removes at most this
+	// many stray addresses, the next round the rest.
+	v.glue = v.glue[:min(len(v.glue), maxGlueSeen)]
 	return v, nil
 }
 
