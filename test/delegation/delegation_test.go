@@ -307,9 +307,14 @@ func (f *fleet) run(t *testing.T) {
 
 	// A new cluster appears without touching the others.
 	euPid, usPid := eu.srv.Pid(), us.srv.Pid()
+	start := time.Now()
 	f.publish(t, "ap", "")
+	ready := time.Now()
 	waitDelegation(t, f.parentAddr, "ap published", eu, us, ap)
+	published := time.Now()
 	waitPeers(t, "ap joined", eu, us, ap)
+	t.Logf("ap: ready %v after its start, delegated by the parent %v after ready, in every cluster's answers %v after that (peers_from_ns refresh 1s)",
+		ready.Sub(start).Round(time.Millisecond), published.Sub(ready).Round(time.Millisecond), time.Since(published).Round(time.Millisecond))
 	if eu.srv.Pid() != euPid || us.srv.Pid() != usPid {
 		t.Errorf("eu or us was restarted for ap to join")
 	}
