@@ -504,17 +504,22 @@ func (g *GSLB) runDelegation(ctx context.Context) {
 				g.zone, d.ns, len(insert), len(remove), err)
 			return
 		}
-		log.Infof("Updated the delegation of %s at the parent (%s, zone %s): %s", g.zone, v.server, v.zone, describeChanges(insert, remove))
 		// What the parent holds now: the link follows the parent, not
-		// the UPDATE's answer. When it holds what it should, the next
-		// check in place is no news.
-		last = "updated"
-		if v2, err := g.lookAtParent(ctx, x); err == nil {
+		// the UPDATE's answer. A parent may answer NOERROR and leave out
+		// what its policy does not allow (PowerDNS's Lua policy does).
+		v2, err := g.lookAtParent(ctx, x)
+		if err == nil {
 			g.setParentLink(v2.ns)
-			if ins, rem := d.changes(g.zone, v2); len(ins)+len(rem) == 0 {
-				last = "in_place"
+			if ins, rem := d.changes(g.zone, v2); len(ins)+len(rem) > 0 {
+				delegationChecks.WithLabelValues(g.zone, "not_applied").Inc()
+				report("not_applied", log.Errorf, "The parent (%s) answered the UPDATE of %s's delegation to %s with success but does not hold it (its policy may drop what it does not allow); this cluster keeps serving: still to send %s",
+					v2.server, g.zone, d.ns, describeChanges(ins, rem))
+				return
 			}
 		}
+		log.Infof("Updated the delegation of %s at the parent (%s, zone %s): %s", g.zone, v.server, v.zone, describeChanges(insert, remove))
+		// The next check in place is no news.
+		last = "in_place"
 	})
 }
 

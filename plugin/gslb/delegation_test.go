@@ -15,6 +15,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/fleetdns/fleetdns/plugin/gslb/fleet"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/miekg/dns"
 )
@@ -308,6 +309,7 @@ type memParent struct {
 	ns      map[string]bool     // NS targets of the GSLB zone
 	glue    map[string][]dns.RR // name -> A records
 	updates int
+	drop    bool // answer UPDATEs NOERROR without applying them
 }
 
 func (p *memParent) serve(w dns.ResponseWriter, r *dns.Msg) {
@@ -320,6 +322,9 @@ func (p *memParent) serve(w dns.ResponseWriter, r *dns.Msg) {
 		m.SetReply(r)
 		if r.IsTsig() == nil || w.TsigStatus() != nil {
 			m.Rcode = dns.RcodeNotAuth
+		} else if p.drop {
+			t := r.IsTsig()
+			m.SetTsig(t.Hdr.Name, t.Algorithm, 300, time.Now().Unix())
 		} else {
 			for _, rr := range r.Ns {
 				remove := rr.Header().Class == dns.ClassNONE
@@ -425,6 +430,22 @@ func TestRunDelegationPublishesOnceAndDecommissions(t *testing.T) {
 	if got := state(); !strings.Contains(got, "gslb-ns-eu.gslb.example.com.=198.18.0.1") || updates() != 2 {
 		t.Errorf("after the NS record was removed by hand: %q with %d UPDATEs, want it back by a second UPDATE", got, updates())
 	}
+	// A parent that answers NOERROR and drops the records: not_applied,
+	// the parent unchanged.
+	before := testutil.ToFloat64(delegationChecks.WithLabelValues("gslb.example.com.", "not_applied"))
+	p.mu.Lock()
+	p.drop = true
+	delete(p.ns, "gslb-ns-eu.gslb.example.com.")
+	p.mu.Unlock()
+	run(false, 100*time.Millisecond)
+	if n := testutil.ToFloat64(delegationChecks.WithLabelValues("gslb.example.com.", "not_applied")) - before; n < 1 {
+		t.Errorf("UPDATEs answered NOERROR and dropped: %v not_applied checks, want at least 1", n)
+	}
+	p.mu.Lock()
+	p.drop = false
+	p.ns["gslb-ns-eu.gslb.example.com."] = true
+	p.updates = 2
+	p.mu.Unlock()
 	run(true, 200*time.Millisecond)
 	if got, want := state(), "gslb-ns-us.gslb.example.com.=198.18.0.2"; got != want || updates() != 3 {
 		t.Errorf("after decommission: %q with %d UPDATEs, want %q after one more", got, updates(), want)

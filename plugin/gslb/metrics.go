@@ -178,7 +178,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "delegation_checks_total",
-		Help:      "Counter of checks of this cluster's delegation at the parent, by result (in_place: nothing sent; updated: an UPDATE was due; unreachable).",
+		Help:      "Counter of checks of this cluster's delegation at the parent, by result (in_place: nothing sent; updated: an UPDATE was due; not_applied: the parent answered it NOERROR but does not hold the records; unreachable).",
 	}, []string{"zone", "result"})
 )
 
