@@ -15,9 +15,9 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/fleetdns/fleetdns/plugin/gslb/fleet"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 const testDelegationKey = `key "eu.gslb.example.com" {
