@@ -437,6 +437,9 @@ func TestGuideShowsTheTestedPolicies(t *testing.T) {
 	if !strings.Contains(string(b), st) {
 		t.Errorf("docs/multicluster-gslb.md does not quote deploy/multicluster/publish's stanza:\n%s", st)
 	}
+	if !strings.Contains(string(b), powerDNSPolicy) {
+		t.Errorf("docs/multicluster-gslb.md lacks the tested PowerDNS policy:\n%s", powerDNSPolicy)
+	}
 	for _, tag := range []string{"eu", "us"} {
 		for _, want := range []string{bindGrants(tag), knotACL(tag)} {
 			if !strings.Contains(string(b), want) {
