@@ -209,7 +209,7 @@ func gslbGroup(e *env) (*group, error) {
 			return g, err
 		}
 		if err := waitAnswer(e.hostport(ips[tag]), query{"localtargets-" + gslbHost + ".", "A"},
-			sameAnswer("NOERROR", prefixed("A ", gslbTargets[tag])...), time.Minute); err != nil {
+			sameAnswer("NOERROR", prefixed("A ", gslbTargets[tag])...), time.Minute, nil); err != nil {
 			return g, fmt.Errorf("peer %s: %v", tag, err)
 		}
 	}
@@ -282,7 +282,7 @@ func splitdnsGroup(e *env) (*group, error) {
 		return g, err
 	}
 	check := sameAnswer("NOERROR", "A 192.0.2.1")
-	if err := waitAnswer(up, query{"probe.example.com.", "A"}, check, time.Minute); err != nil {
+	if err := waitAnswer(up, query{"probe.example.com.", "A"}, check, time.Minute, nil); err != nil {
 		return g, fmt.Errorf("upstream: %v", err)
 	}
 	// The names of test/bench/splitdns: nine in ten under zone-0.corp ...
