@@ -397,3 +397,41 @@ func sameAnswer(rcode string, answer ...string) checker {
 	w := want(rcode, answer)
 	return func(_ query, m *dns.Msg) error { return w(m) }
 }
+
+// oneOf accepts a reply that one of cs accepts.
+func oneOf(cs ...checker) checker {
+	return func(q query, m *dns.Msg) error {
+		var first error
+		for _, c := range cs {
+			err := c(q, m)
+			if err == nil {
+				return nil
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+}
+
+// signedAnswer accepts a reply whose answer carries RRSIGs and which c
+// accepts without them.
+func signedAnswer(c checker) checker {
+	return func(q query, m *dns.Msg) error {
+		cp := m.Copy()
+		cp.Answer = cp.Answer[:0]
+		sigs := 0
+		for _, rr := range m.Answer {
+			if rr.Header().Rrtype == dns.TypeRRSIG {
+				sigs++
+				continue
+			}
+			cp.Answer = append(cp.Answer, rr)
+		}
+		if sigs == 0 {
+			return fmt.Errorf("no RRSIG in the answer")
+		}
+		return c(q, cp)
+	}
+}
