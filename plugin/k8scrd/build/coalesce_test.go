@@ -1,4 +1,4 @@
-package k8scrd
+package build
 
 import (
 	"sync/atomic"
