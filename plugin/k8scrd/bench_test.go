@@ -11,7 +11,7 @@ import (
 
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/coredns/coredns/request"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/build"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"sigs.k8s.io/external-dns/endpoint"
@@ -23,7 +23,7 @@ func benchPlugin(tb testing.TB, objects, perObject int) *K8sCRD {
 	cfg := newConfig()
 	cfg.zones = []string{"example.org."}
 	k := &K8sCRD{cfg: cfg, Zones: cfg.zones}
-	k.builder = build.New(cfg.buildConfig(), &k.snap)
+	k.builder = builder.New(cfg.buildConfig(), &k.snap)
 	for i := range objects {
 		k.builder.Upsert(benchObject(cfg, i, perObject, "10.0.0.1"))
 	}

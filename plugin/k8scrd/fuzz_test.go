@@ -13,7 +13,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/testkit"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/build"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/miekg/dns"
 )
 
@@ -157,7 +157,7 @@ func FuzzManifest(f *testing.F) {
 		cfg.zones = []string{"example.org.", "2.0.192.in-addr.arpa."}
 		docs, _ := parseManifests("fuzz.yaml", raw, time.Unix(1700000000, 0), cfg)
 		k := &K8sCRD{Zones: cfg.zones, cfg: cfg}
-		b := build.New(cfg.buildConfig(), &k.snap)
+		b := builder.New(cfg.buildConfig(), &k.snap)
 		for _, d := range docs {
 			if d.obj == nil {
 				t.Fatal("document without object")

@@ -16,7 +16,7 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/build"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/labels"
@@ -36,7 +36,7 @@ type config struct {
 	labels     string
 	selector   labels.Selector // parsed labels, nil for everything
 	strict     bool
-	grants     build.Grants // tenant lines: who may publish at or below which suffix
+	grants     builder.Grants // tenant lines: who may publish at or below which suffix
 	ttl        uint32
 	negTTL     uint32
 	mname      string
@@ -67,8 +67,8 @@ func (cfg *config) selects(ns string, l map[string]string) bool {
 }
 
 // buildConfig is what the builder needs of the block.
-func (cfg *config) buildConfig() build.Config {
-	return build.Config{
+func (cfg *config) buildConfig() builder.Config {
+	return builder.Config{
 		Zones: cfg.zones, TTL: cfg.ttl, NegTTL: cfg.negTTL,
 		MName: cfg.mname, RName: cfg.rname, Refresh: cfg.refresh, Retry: cfg.retry, Expire: cfg.expire,
 		Strict: cfg.strict, Grants: cfg.grants, FileVersions: cfg.directory != "",
@@ -95,7 +95,7 @@ func setup(c *caddy.Controller) error {
 		}
 		// With transfer in the block, secondaries are notified of changes.
 		if x, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok {
-			k.notifier = build.NewNotifier(x, nil)
+			k.notifier = builder.NewNotifier(x, nil)
 		}
 		return k.start()
 	})
@@ -285,7 +285,7 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 		}
 	}
 	cfg.zones = k.Zones
-	k.builder = build.New(cfg.buildConfig(), &k.snap)
+	k.builder = builder.New(cfg.buildConfig(), &k.snap)
 	if cfg.directory != "" {
 		k.source = newDirectory(cfg, builderSink{k.builder})
 	} else {

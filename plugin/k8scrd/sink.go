@@ -1,7 +1,7 @@
 package k8scrd
 
 import (
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/build"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 )
 
@@ -26,7 +26,7 @@ type sink interface {
 // builderSink is the builder as the feeds of this package call it. It
 // goes when the folder feed has a package of its own, with the sink
 // interface (exported) that it calls.
-type builderSink struct{ b *build.Builder }
+type builderSink struct{ b *builder.Builder }
 
 func (s builderSink) upsert(o *object.Object)                   { s.b.Upsert(o) }
 func (s builderSink) remove(key string)                         { s.b.Remove(key) }

@@ -13,7 +13,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/internal/testkit"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/build"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -203,11 +203,11 @@ func TestBurstOfEventsCoalescedIntoFewSwaps(t *testing.T) {
 	}
 	queued := time.Since(start)
 	testkit.Eventually(t, 5*time.Second, "burst applied", hasA(k, t, "host999-0.team49.example.org.", "192.0.2.1"))
-	// A swap starts at least build.BatchDelay after the previous one, and one swap
+	// A swap starts at least builder.BatchDelay after the previous one, and one swap
 	// takes everything pending: the events queued while n windows of
 	// batchDelay passed make at most n+2 swaps (one or two on a fast
 	// machine; a slow one queues over more windows, never one swap each).
-	want := int64(queued/build.BatchDelay) + 2
+	want := int64(queued/builder.BatchDelay) + 2
 	if n := k.builder.Swaps() - before; n > want {
 		t.Errorf("1000 events queued in %v made %d snapshot swaps, want at most %d", queued, n, want)
 	}

@@ -1,4 +1,4 @@
-package build
+package builder
 
 import (
 	"github.com/coredns/coredns/plugin"

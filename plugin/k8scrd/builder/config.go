@@ -1,4 +1,4 @@
-// Package build is k8scrd's builder: it merges the objects the feeds hand
+// Package builder is k8scrd's builder: it merges the objects the feeds hand
 // it into immutable snapshots of the zone data (package tree), admits
 // endpoints by tenancy, refuses RRsets that fit in no message, derives each
 // zone's SOA serial from the data, coalesces bursts of events into one
@@ -8,7 +8,7 @@
 // The feeds call it through the few methods they need (Upsert, Remove,
 // RemoveAt, Synced, Report, SetReporter); it reads no Corefile: setup.go
 // builds its Config.
-package build
+package builder
 
 import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
