@@ -1,3 +1,13 @@
+// Package builder is k8scrd's builder: it merges the objects the feeds hand
+// it into immutable snapshots of the zone data (package tree), admits
+// endpoints by tenancy, refuses RRsets that fit in no message, derives each
+// zone's SOA serial from the data, coalesces bursts of events into one
+// snapshot, and sends NOTIFY to secondaries when zones change
+// (docs/architecture.md, "k8scrd's packages").
+//
+// The feeds call it through the few methods they need (Upsert, Remove,
+// RemoveAt, Synced, Report, SetReporter); it reads no Corefile: setup.go
+// builds its Config.
 package builder
 
 import (
