@@ -74,7 +74,7 @@ func deriveService(svc *corev1.Service, cfg *config, w world) *declared {
 			}
 		}
 	}
-	if len(names) == 0 {
+	if len(names) == 0 && len(bad) == 0 {
 		return nil
 	}
 	d := lbDeclared(kindService, &svc.ObjectMeta)
