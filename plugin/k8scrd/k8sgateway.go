@@ -185,16 +185,21 @@ func relativeNames(host string, zones []string) []string {
 
 // looksRelative reports whether host, outside every zone, is written
 // relative to the zone rather than as a name of another domain: it has no
-// trailing dot and does not end in a top-level domain of the public suffix
-// list's ICANN section ("myapp", "test.default", "good.ok"; not
-// "www.example.com"). k8s_gateway looks every host up both ways; only the
-// relative reading is taken here, so that a host of another domain is
-// never served below the zone (www.example.com.example.org).
+// trailing dot, and it is one label or does not end in a top-level domain
+// of the public suffix list's ICANN section ("myapp", "shop",
+// "test.default", "good.ok"; not "www.example.com", nor "api.dev").
+// k8s_gateway looks every host up both ways; only the relative reading is
+// taken here, so that a host of another domain is never served below the
+// zone (www.example.com.example.org).
 func looksRelative(host string) bool {
 	if host == "" || strings.HasSuffix(host, ".") {
 		return false
 	}
-	_, icann := publicsuffix.PublicSuffix(strings.TrimPrefix(host, "*."))
+	h := strings.TrimPrefix(host, "*.")
+	if !strings.Contains(h, ".") {
+		return true
+	}
+	_, icann := publicsuffix.PublicSuffix(h)
 	return !icann
 }
 

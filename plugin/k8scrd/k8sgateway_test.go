@@ -177,7 +177,7 @@ func TestK8sGatewayRelativeIngressHosts(t *testing.T) {
 	ing := &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "relative-ing"},
 		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
-			{Host: "myapp"}, {Host: "www.example.org"}, {Host: "www.other.com"},
+			{Host: "myapp"}, {Host: "www.example.org"}, {Host: "www.other.com"}, {Host: "api.dev"},
 		}},
 	}
 	before := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayRelative))
@@ -185,7 +185,7 @@ func TestK8sGatewayRelativeIngressHosts(t *testing.T) {
 		t.Errorf("without relative_hosts: %q", got)
 	}
 	if d := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayRelative)) - before; d != 2 {
-		t.Errorf("myapp below two zones counted %v times, want 2 (www.other.com is another domain's)", d)
+		t.Errorf("myapp below two zones counted %v times, want 2 (www.other.com and api.dev are other domains')", d)
 	}
 	got := k8sGatewayNamesOf(deriveIngress(ing, k8sGatewayConfig(t, "relative_hosts"), &lbWorld{}))
 	if want := []string{"myapp.example.org.", "myapp.shop.test.", "www.example.org."}; !slices.Equal(got, want) {
@@ -208,11 +208,12 @@ func TestK8sGatewayRelativeRouteHosts(t *testing.T) {
 			Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, ObservedGeneration: 1}},
 		}}}},
 	}
+	r.Spec.Hostnames = append(r.Spec.Hostnames, "shop") // one label: relative, though .shop is a top-level domain
 	if got := k8sGatewayNamesOf(deriveHTTPRoute(r, lbConfig(), w)); !slices.Equal(got, []string{"www.example.org."}) {
 		t.Errorf("without relative_hosts: %q", got)
 	}
 	got := k8sGatewayNamesOf(deriveHTTPRoute(r, k8sGatewayConfig(t, "relative_hosts"), w))
-	if want := []string{"api.example.org.", "api.shop.test.", "www.example.org."}; !slices.Equal(got, want) {
+	if want := []string{"api.example.org.", "api.shop.test.", "shop.example.org.", "shop.shop.test.", "www.example.org."}; !slices.Equal(got, want) {
 		t.Errorf("with relative_hosts: %q, want %q", got, want)
 	}
 }

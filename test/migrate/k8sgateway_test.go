@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/yaml"
 )
 
 // k8sGatewayData is k8s_gateway's own manifests, copied with its licence.
@@ -215,8 +215,9 @@ type guideServer struct {
 	metrics string
 }
 
-// guideCorefile is the Corefile block of docs/replace-k8s-gateway.md, and
-// charts/fleetdns/values-k8s-gateway.yaml's k8scrd block holds its words.
+// guideCorefile is the Corefile block of docs/replace-k8s-gateway.md,
+// whose k8scrd block is the one `helm template` renders from
+// charts/fleetdns/values-k8s-gateway.yaml.
 func guideCorefile(t *testing.T) string {
 	t.Helper()
 	root := harness.ModuleRoot(t)
@@ -229,32 +230,46 @@ func guideCorefile(t *testing.T) string {
 		t.Fatal("docs/replace-k8s-gateway.md: no corefile block")
 	}
 	corefile := m[1]
-	v, err := os.ReadFile(filepath.Join(root, "charts/fleetdns/values-k8s-gateway.yaml"))
+
+	helm := filepath.Join(harness.KubeBin(t), "helm")
+	if _, err := os.Stat(helm); err != nil {
+		harness.Missing(t, "helm: not in %s (scripts/test-deps.sh builds it)", filepath.Dir(helm))
+	}
+	home := t.TempDir()
+	cmd := exec.Command(helm, "template", "fleetdns-gateway", "charts/fleetdns", "-n", "kube-system", "-f", "charts/fleetdns/values-k8s-gateway.yaml")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home, "KUBECONFIG=/nonexistent")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	objs, err := harness.DecodeYAML(string(out))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var values struct {
-		Servers []struct {
-			Plugins []struct{ Name, ConfigBlock string } `json:"plugins"`
-		} `json:"servers"`
-	}
-	if err := yaml.Unmarshal(v, &values); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range values.Servers {
-		for _, p := range s.Plugins {
-			if p.Name != "k8scrd" {
-				continue
-			}
-			for l := range strings.SplitSeq(p.ConfigBlock, "\n") {
-				if !strings.Contains(corefile, "        "+l+"\n") {
-					t.Errorf("the chart values' k8scrd line %q is not in the guide's Corefile", l)
-				}
-			}
-			return corefile
+	k8scrd := regexp.MustCompile(`(?s)\n\s*(k8scrd [^{]*\{.*?\n\s*\})`)
+	block := func(s string) string {
+		m := k8scrd.FindStringSubmatch(s)
+		if m == nil {
+			return ""
 		}
+		var lines []string
+		for l := range strings.SplitSeq(m[1], "\n") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+		return strings.Join(lines, "\n")
 	}
-	t.Fatal("charts/fleetdns/values-k8s-gateway.yaml: no k8scrd plugin")
+	for _, o := range objs {
+		if o.GetKind() != "ConfigMap" {
+			continue
+		}
+		rendered, _, _ := unstructured.NestedString(o.Object, "data", "Corefile")
+		if got, want := block(rendered), block(corefile); got == "" || got != want {
+			t.Fatalf("the chart values' k8scrd block:\n%s\nis not the guide's:\n%s", got, want)
+		}
+		return corefile
+	}
+	t.Fatal("helm template: no ConfigMap")
 	return ""
 }
 
