@@ -80,6 +80,10 @@ type nameConventions struct {
 	// relativeHosts: a host outside every zone, written without a
 	// top-level domain, is taken relative to every zone.
 	relativeHosts bool
+	// unserved, when set, is told the unserved names of every object
+	// derived (none: an empty list) in place of the log and the metric:
+	// the seam through which a report (the lint) collects them.
+	unserved func(kind, namespace, name string, names []unservedName)
 }
 
 // parseNameConvention parses one of the words `hostname_annotation KEY...`,
@@ -238,12 +242,16 @@ const maxUnservedNotes = 16384
 // would serve and the block does not, once per distinct set. cfg's zones
 // tell one block from another.
 func noteUnserved(cfg *config, kind, namespace, name string, names []unservedName) {
-	key := strings.Join(cfg.zones, ",") + " " + sourceKey(kind, namespace, name)
 	names = slices.Clone(names)
 	slices.SortFunc(names, func(x, y unservedName) int {
 		return strings.Compare(x.name+" "+x.reason, y.name+" "+y.reason)
 	})
 	names = slices.Compact(names)
+	if cfg.names.unserved != nil {
+		cfg.names.unserved(kind, namespace, name, names)
+		return
+	}
+	key := strings.Join(cfg.zones, ",") + " " + sourceKey(kind, namespace, name)
 	var b strings.Builder
 	for i, u := range names {
 		if i > 0 {

@@ -236,3 +236,51 @@ func TestK8sGatewayWordsRejected(t *testing.T) {
 		}
 	}
 }
+
+func TestSetupParsesK8sGatewayWords(t *testing.T) {
+	k, err := parse(caddy.NewTestController("dns", `k8scrd example.org {
+		resources Ingress Service
+		hostname_annotation coredns.io/hostname external-dns.alpha.kubernetes.io/hostname
+		service_names
+		relative_hosts
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := k.cfg.names
+	if !slices.Equal(n.annotations, []string{annotationK8sGatewayHostname, annotationHostname}) || !n.serviceNames || !n.relativeHosts {
+		t.Errorf("names = %+v", n)
+	}
+	d, err := parse(caddy.NewTestController("dns", "k8scrd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := d.cfg.names; len(n.annotations) != 0 || n.serviceNames || n.relativeHosts {
+		t.Errorf("default names = %+v, want external-dns's conventions alone", n)
+	}
+	_, err = parse(caddy.NewTestController("dns", "k8scrd {\n    resources Service\n    service_names please\n}"))
+	if err == nil || !strings.Contains(err.Error(), "Testfile:3") {
+		t.Errorf("service_names with an argument: %v, want an error naming line 3", err)
+	}
+}
+
+func TestK8sGatewayUnservedSeam(t *testing.T) {
+	cfg := lbConfig()
+	var got []string
+	cfg.names.unserved = func(kind, ns, name string, names []unservedName) {
+		for _, n := range names {
+			got = append(got, kind+" "+ns+"/"+name+" "+n.name+" "+n.reason)
+		}
+	}
+	before := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayServiceName))
+	svc := lbService(corev1.ServiceTypeLoadBalancer, nil, "ip:192.0.2.1")
+	svc.Name = "seam"
+	deriveService(svc, cfg, &lbWorld{})
+	want := []string{"Service web/seam seam.web.example.org. " + reasonK8sGatewayServiceName, "Service web/seam seam.web.shop.test. " + reasonK8sGatewayServiceName}
+	if !slices.Equal(got, want) {
+		t.Errorf("collected %q, want %q", got, want)
+	}
+	if d := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayServiceName)) - before; d != 0 {
+		t.Errorf("counted %v with a collector set, want 0 (the collector takes them)", d)
+	}
+}
