@@ -34,6 +34,7 @@ var k8sGatewayManifests = []string{
 	"test_gateway-api_resources.yml",
 	"test_headless-service.yml",
 	"test_dnsendpoint.yaml",
+	"fleetdns_gateway_test-fixtures.yaml",
 }
 
 // k8sGatewayStatus is the load balancers' status the test writes, as the
@@ -51,6 +52,10 @@ var k8sGatewayStatus = []struct{ kind, key string }{
 	{"Service", "kube-system/fleetdns-gateway=198.18.10.53"},
 	{"Gateway", "default/gateway-one=198.18.10.9"},
 	{"Gateway", "default/gateway-two=198.18.10.10"},
+	{"Ingress", "default/wildcard=198.18.10.12"},
+	{"Ingress", "default/specific-subdomain=198.18.10.13"},
+	{"Ingress", "default/svc2=198.18.10.14"},
+	{"Service", "default/svc2=198.18.10.15"},
 }
 
 var (
@@ -167,7 +172,7 @@ func TestK8sGatewayGuideAnswersAsK8sGateway(t *testing.T) {
 		}
 		m := harness.Scrape(t, off.metrics)
 		for reason, want := range map[string]float64{
-			"k8s_gateway_service_name":      3, // test, external-dns, fleetdns-gateway
+			"k8s_gateway_service_name":      4, // test, external-dns, fleetdns-gateway, svc2
 			"k8s_gateway_annotation":        1, // good.ok of annotation-good (the bad ones name nothing)
 			"k8s_gateway_resolve_endpoints": 1,
 		} {
