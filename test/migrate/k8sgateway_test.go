@@ -60,7 +60,6 @@ var k8sGatewayStatus = []struct{ kind, key string }{
 
 var (
 	k8sGatewayGVR = map[string]schema.GroupVersionResource{
-		"Service":   {Version: "v1", Resource: "services"},
 		"Ingress":   {Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
 		"Gateway":   {Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"},
 		"HTTPRoute": {Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"},
@@ -378,6 +377,10 @@ func expectGuide(t *testing.T, addr, name, want string) {
 func setLoadBalancer(t *testing.T, k *harness.Kube, kind, key string, addrs []string) {
 	t.Helper()
 	ns, name, _ := strings.Cut(key, "/")
+	if kind == "Service" {
+		k.LoadBalancerStatus(t, ns, name, addrs...)
+		return
+	}
 	ri := k.Dynamic().Resource(k8sGatewayGVR[kind]).Namespace(ns)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := ri.Get(harness.Context(t), name, metav1.GetOptions{})
