@@ -189,22 +189,36 @@ func relativeNames(host string, zones []string) []string {
 
 // looksRelative reports whether host, outside every zone, is written
 // relative to the zone rather than as a name of another domain: it has no
-// trailing dot, and it is one label or does not end in a top-level domain
-// of the public suffix list's ICANN section ("myapp", "shop",
-// "test.default", "good.ok"; not "www.example.com", nor "api.dev").
-// k8s_gateway looks every host up both ways; only the relative reading is
-// taken here, so that a host of another domain is never served below the
-// zone (www.example.com.example.org).
+// trailing dot, and it is one label or does not end in a top-level domain,
+// one of the public suffix list's ICANN section or a special-use one
+// ("myapp", "shop", "test.default", "good.ok"; not "www.example.com", nor
+// "api.dev", nor "www.outside.test"). k8s_gateway looks every host up both
+// ways; only the relative reading is taken here, so that a host of another
+// domain is never served below the zone (www.example.com.example.org), nor
+// logged as unserved.
 func looksRelative(host string) bool {
 	if host == "" || strings.HasSuffix(host, ".") {
 		return false
 	}
 	h := strings.TrimPrefix(host, "*.")
-	if !strings.Contains(h, ".") {
+	i := strings.LastIndexByte(h, '.')
+	if i < 0 {
 		return true
+	}
+	if specialUseTLDs[h[i+1:]] {
+		return false
 	}
 	_, icann := publicsuffix.PublicSuffix(h)
 	return !icann
+}
+
+// specialUseTLDs are the top-level domains reserved for special use, which
+// the public suffix list does not hold: RFC 6761 (test, example, invalid,
+// localhost), RFC 6762 (local), RFC 7686 (onion), RFC 9476 (alt), and
+// internal (ICANN's private-use domain).
+var specialUseTLDs = map[string]bool{
+	"test": true, "example": true, "invalid": true, "localhost": true,
+	"local": true, "onion": true, "alt": true, "internal": true,
 }
 
 // k8sGatewayHost is the RFC 1123 host name k8s_gateway accepts in an

@@ -177,7 +177,7 @@ func TestK8sGatewayRelativeIngressHosts(t *testing.T) {
 	ing := &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "relative-ing"},
 		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{
-			{Host: "myapp"}, {Host: "www.example.org"}, {Host: "www.other.com"}, {Host: "api.dev"},
+			{Host: "myapp"}, {Host: "www.example.org"}, {Host: "www.other.com"}, {Host: "api.dev"}, {Host: "www.outside.test"},
 		}},
 	}
 	before := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayRelative))
@@ -185,7 +185,7 @@ func TestK8sGatewayRelativeIngressHosts(t *testing.T) {
 		t.Errorf("without relative_hosts: %q", got)
 	}
 	if d := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayRelative)) - before; d != 2 {
-		t.Errorf("myapp below two zones counted %v times, want 2 (www.other.com and api.dev are other domains')", d)
+		t.Errorf("myapp below two zones counted %v times, want 2 (www.other.com, api.dev and www.outside.test are other domains')", d)
 	}
 	got := k8sGatewayNamesOf(deriveIngress(ing, k8sGatewayConfig(t, "relative_hosts"), &lbWorld{}))
 	if want := []string{"myapp.example.org.", "myapp.shop.test.", "www.example.org."}; !slices.Equal(got, want) {
