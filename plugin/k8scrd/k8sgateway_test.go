@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy"
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -282,5 +283,43 @@ func TestK8sGatewayUnservedSeam(t *testing.T) {
 	}
 	if d := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayServiceName)) - before; d != 0 {
 		t.Errorf("counted %v with a collector set, want 0 (the collector takes them)", d)
+	}
+}
+
+// The words hold for manifests in a folder too (the directory feed, and
+// the lint that reads folders).
+func TestK8sGatewayWordsInADirectory(t *testing.T) {
+	const svcs = `apiVersion: v1
+kind: Service
+metadata: {name: test, namespace: default}
+spec: {type: LoadBalancer}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.3}]}}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: annotated
+  namespace: default
+  annotations: {coredns.io/hostname: "good.ok, *.apps"}
+spec: {type: LoadBalancer}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.5}]}}
+`
+	words := "resources Service\nhostname_annotation coredns.io/hostname external-dns.alpha.kubernetes.io/hostname\nservice_names\nrelative_hosts"
+	k, _ := newTestPlugin(t, "example.org", words, map[string]string{"svc.yaml": svcs})
+	for name, want := range map[string]string{
+		"test.default.example.org.": "192.0.2.3",
+		"good.ok.example.org.":      "192.0.2.5",
+		"x.apps.example.org.":       "192.0.2.5",
+	} {
+		m, _ := ask(t, k, name, dns.TypeA)
+		if m == nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != want {
+			t.Errorf("%s A: %v, want %s", name, m, want)
+		}
+	}
+	off, _ := newTestPlugin(t, "example.org", "resources Service", map[string]string{"svc.yaml": svcs})
+	for _, name := range []string{"test.default.example.org.", "good.ok.example.org."} {
+		if m, _ := ask(t, off, name, dns.TypeA); m == nil || m.Rcode != dns.RcodeNameError {
+			t.Errorf("%s A without the words: %v, want NXDOMAIN", name, m)
+		}
 	}
 }
