@@ -21,6 +21,16 @@ type fleet struct {
 	eu, us *cluster
 	parent string
 	child  string // the insecure child's server
+
+	euCorefile, usCorefile string // as started, before localize
+}
+
+var geoTargets = map[string]string{"eu": "198.18.5.1", "us": "198.18.5.2"}
+
+// geoSource gives the shipped Corefiles (which name no geo source: a
+// cluster adds its own mmdb) two client networks, one a region.
+func geoSource(cf string) string {
+	return strings.Replace(cf, "strategy roundRobin", "strategy roundRobin\n           geo cidr 198.18.128.0/24 eu\n           geo cidr 198.18.129.0/24 us", 1)
 }
 
 func fleetObjects(tag, euIP, usIP, childIP string, target string) []testkit.Endpoint {
@@ -36,10 +46,14 @@ func fleetObjects(tag, euIP, usIP, childIP string, target string) []testkit.Endp
 		testkit.EP("child.gslb.example.com", "NS", 300, "ns.child.gslb.example.com"),
 		testkit.EP("ns.child.gslb.example.com", "A", 300, childIP),
 		testkit.EP("sib.gslb.example.com", "NS", 300, "ns.child.gslb.example.com"),
+		// A geo host: each region its own cluster's target.
+		{DNSName: "geo.gslb.example.com", RecordType: "A", TTL: 30, Targets: []string{geoTargets[tag]},
+			ProviderSpecific: [][2]string{{"gslb/strategy", "geoip"}}},
 	}
 }
 
-func startFleet(t *testing.T) *fleet {
+// startFleet starts the fleet; edit (if any) changes both Corefiles first.
+func startFleet(t *testing.T, edit ...func(string) string) *fleet {
 	t.Helper()
 	f := &fleet{k: harness.SharedKube(t), keys: newKeySet(t)}
 	euIP, usIP := harness.NewIP(t), harness.NewIP(t)
@@ -53,20 +67,24 @@ func startFleet(t *testing.T) *fleet {
 		f.k.Apply(t, testkit.DNSEndpoint(ns, "zone", nil, fleetObjects(tag, euIP, usIP, childIP, target)...))
 	}
 	chart := chartCorefile(t, helmTemplate(t, "--set", "mode=gslb", "--set", "gslb.dnssec.keySecret=fleetdns-dnssec-keys"))
-	f.eu = startCluster(t, f.k, signedCorefile(t), "eu", euIP, "dnssec-eu", parentIP, f.keys.dir)
+	comp := signedCorefile(t)
+	for _, e := range edit {
+		comp, chart = e(comp), e(chart)
+	}
+	f.eu = startCluster(t, f.k, comp, "eu", euIP, "dnssec-eu", parentIP, f.keys.dir)
 	f.us = startCluster(t, f.k, chart, "us", usIP, "dnssec-us", parentIP, f.keys.dir)
+	f.euCorefile, f.usCorefile = comp, chart
 	return f
 }
 
-// TestSignedZoneValidates: every kind of answer of the signed GSLB zone
+// testValidates: every kind of answer of the signed GSLB zone
 // validates through Unbound (the zone's DS its trust anchor, one resolver
 // a cluster) and through delv asking each cluster: the failover answer
 // before and after eu loses its app, NXDOMAIN and NODATA (NSEC black
 // lies), a localtargets- name, the DNSKEY RRset, and a name below an
 // insecure delegation (unsigned, never SERVFAIL). One DS validates both
 // clusters, one of them running the chart's Corefile.
-func TestSignedZoneValidates(t *testing.T) {
-	f := startFleet(t)
+func testValidates(t *testing.T, f *fleet) {
 	uEU := startUnbound(t, f.keys.ds, []string{f.eu.Addr}, nil, 0)
 	uUS := startUnbound(t, f.keys.ds, []string{f.us.Addr}, nil, 0)
 	appA := func(m *dns.Msg) string { return strings.Join(harness.Targets(m, dns.TypeA), " ") }
@@ -105,7 +123,12 @@ func TestSignedZoneValidates(t *testing.T) {
 			}
 		}
 	}
+}
 
+// testFailover: eu's app is gone; us answers its own target, signed and
+// validated, from a fresh validator and from delv.
+func testFailover(t *testing.T, f *fleet) {
+	appA := func(m *dns.Msg) string { return strings.Join(harness.Targets(m, dns.TypeA), " ") }
 	// eu's app is gone: us answers its own target, signed, from either cluster.
 	f.k.Apply(t, testkit.DNSEndpoint("dnssec-eu", "zone", nil, fleetObjects("eu", f.eu.ip, f.us.ip, "127.0.0.1", "198.18.1.1")[:3]...))
 	testkit.Eventually(t, 30*time.Second, "us answers app with its own target", func() (bool, string) {
@@ -121,13 +144,12 @@ func TestSignedZoneValidates(t *testing.T) {
 	}
 }
 
-// TestSiblingGlueWithDOAsKnot: a referral to sib.gslb.example.com, whose
+// testSiblingGlue: a referral to sib.gslb.example.com, whose
 // name server ns.child.gslb.example.com lies under the delegation of
 // child (sibling glue), asked with DO: the signed cluster gives the glue
 // in the additional section, unsigned, as Knot serving the same zone
 // gives it.
-func TestSiblingGlueWithDOAsKnot(t *testing.T) {
-	f := startFleet(t)
+func testSiblingGlue(t *testing.T, f *fleet) {
 	childIP, _, _ := strings.Cut(f.child, ":")
 	var zf strings.Builder
 	zf.WriteString("$TTL 300\n@ IN SOA gslb-ns-eu hostmaster.example.com. 1 60 60 600 30\n")
@@ -157,5 +179,28 @@ func TestSiblingGlueWithDOAsKnot(t *testing.T) {
 		if glue(k) == "" || glue(c) != glue(k) || c.Truncated {
 			t.Errorf("x.sib.gslb.example.com A with DO: additional %q TC=%v, Knot gives %q\n%v", glue(c), c.Truncated, glue(k), c)
 		}
+	}
+}
+
+// TestSignedFleet runs the fleet once and asks it everything, the tests
+// that change it (a failover, a key roll) last.
+func TestSignedFleet(t *testing.T) {
+	start := time.Now()
+	f := startFleet(t, geoSource)
+	t.Logf("fleet started in %v", time.Since(start).Round(time.Millisecond))
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, *fleet)
+	}{
+		{"every answer validates", testValidates},
+		{"sibling glue with DO as Knot gives it", testSiblingGlue},
+		{"signature cache over geo answers", testGeoCache},
+		{"expired signature window", testExpired},
+		{"answer after a failover validates", testFailover},
+		{"ZSK roll", testZSKRoll},
+	} {
+		t0 := time.Now()
+		t.Run(c.name, func(t *testing.T) { c.fn(t, f) })
+		t.Logf("%s: %v", c.name, time.Since(t0).Round(time.Millisecond))
 	}
 }
