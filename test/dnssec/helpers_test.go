@@ -125,6 +125,9 @@ func localize(t *testing.T, corefile, ip, ns, kubeconfig string, keys string, re
 		{"peers_from_ns {$FLEETDNS_PARENT_NS} {", "peers_from_ns {$FLEETDNS_PARENT_NS} {\n              allow 127.0.0.0/8", "the parent's glue is loopback here"},
 	}
 	for _, s := range subs {
+		if keys == "" && strings.HasPrefix(s.old, "/etc/fleetdns/dnssec") {
+			continue // an unsigned Corefile
+		}
 		if !strings.Contains(corefile, s.old) {
 			t.Fatalf("the shipped Corefile changed shape: no %q (substituted because %s):\n%s", s.old, s.why, corefile)
 		}
