@@ -57,8 +57,8 @@ func startFleet(t *testing.T, edit ...func(string) string) *fleet {
 	t.Helper()
 	f := &fleet{k: harness.SharedKube(t), keys: newKeySet(t)}
 	euIP, usIP := harness.NewIP(t), harness.NewIP(t)
-	f.child = harness.StartKnot(t, map[string]string{"child.gslb.example.com.": "$TTL 60\n@ IN SOA ns hostmaster 1 60 60 600 60\n@ IN NS ns\nns IN A 127.0.0.1\nwww IN A 198.18.4.4\n"}).Addr
-	childIP, _, _ := strings.Cut(f.child, ":")
+	childIP := harness.NewIP(t)
+	f.child = harness.StartKnotAt(t, childIP, map[string]string{"child.gslb.example.com.": "$TTL 60\n@ IN SOA ns hostmaster 1 60 60 600 60\n@ IN NS ns\nns IN A " + childIP + "\nwww IN A 198.18.4.4\n"}).Addr
 	f.parent = startParent(t, map[string]string{"eu": euIP, "us": usIP})
 	parentIP, _, _ := strings.Cut(f.parent, ":")
 	for tag, target := range map[string]string{"eu": "198.18.1.1", "us": "198.18.2.1"} {
@@ -194,6 +194,7 @@ func TestSignedFleet(t *testing.T) {
 	}{
 		{"every answer validates", testValidates},
 		{"sibling glue with DO as Knot gives it", testSiblingGlue},
+		{"DNSViz finds what it finds in a Knot-signed copy", testJudges},
 		{"signature cache over geo answers", testGeoCache},
 		{"expired signature window", testExpired},
 		{"answer after a failover validates", testFailover},
