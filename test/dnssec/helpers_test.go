@@ -242,7 +242,7 @@ func validated(t *testing.T, u *unbound, what, name string, qtype uint16, want i
 	t.Helper()
 	m, err := harness.Ask(u.addr, name, qtype, harness.DO, harness.Timeout(5*time.Second), harness.Attempts(2))
 	if err != nil {
-		t.Errorf("%s: %s %s through Unbound: %v", what, name, dns.TypeToString[qtype], err)
+		t.Errorf("%s: %s %s through Unbound (running: %v): %v\n%s", what, name, dns.TypeToString[qtype], u.Running(), err, tail(u.Log(), 5))
 		return nil
 	}
 	if m.Rcode != want || m.AuthenticatedData != secure {
