@@ -142,7 +142,8 @@ func dnsvizErrors(t *testing.T, servers map[string]string, ds string, names ...s
 // that it does not also find in a Knot-signed copy of the same zone, over
 // the same names (the apex, a failover answer, NXDOMAIN, NODATA, a
 // localtargets- name, a name below the insecure delegation); given
-// another key set's DS, it does find errors.
+// another key set's DS, it does find errors. Then Zonemaster's DNSSEC
+// tests on both (testZonemaster).
 func testJudges(t *testing.T, f *fleet) {
 	childIP, _, _ := strings.Cut(f.child, ":")
 	var zf strings.Builder
@@ -180,4 +181,5 @@ func testJudges(t *testing.T, f *fleet) {
 	} else {
 		t.Logf("DNSViz errors and warnings: fleet %v, Knot-signed copy %v", got, want)
 	}
+	t.Run("Zonemaster", func(t *testing.T) { testZonemaster(t, f, knot, knotDS) })
 }

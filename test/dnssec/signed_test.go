@@ -194,7 +194,7 @@ func TestSignedFleet(t *testing.T) {
 	}{
 		{"every answer validates", testValidates},
 		{"sibling glue with DO as Knot gives it", testSiblingGlue},
-		{"DNSViz finds what it finds in a Knot-signed copy", testJudges},
+		{"DNSViz and Zonemaster find what they find in a Knot-signed copy", testJudges},
 		{"signature cache over geo answers", testGeoCache},
 		{"expired signature window", testExpired},
 		{"answer after a failover validates", testFailover},
