@@ -71,6 +71,9 @@ func (s *service) remove(t *testing.T, addr string) {
 // after the last, until stop is closed or max queries are sent; it
 // counts the queries and those with no answer (timeout, SERVFAIL or not
 // the record).
+// firstLost is one of the first queries lost, for the failure message.
+var firstLost atomic.Value
+
 func loop(addr string, workers, max int, stop <-chan struct{}) (sent, lost *atomic.Int64, done *sync.WaitGroup) {
 	sent, lost, done = new(atomic.Int64), new(atomic.Int64), new(sync.WaitGroup)
 	for range workers {
@@ -89,7 +92,9 @@ func loop(addr string, workers, max int, stop <-chan struct{}) (sent, lost *atom
 				}
 				m, err := harness.Ask(addr, "static.gslb.example.com.", dns.TypeA, harness.NoRD, harness.Timeout(time.Second), harness.Attempts(1))
 				if err != nil || m.Rcode != dns.RcodeSuccess || strings.Join(harness.Targets(m, dns.TypeA), " ") != "198.18.3.3" {
-					lost.Add(1)
+					if lost.Add(1) <= 3 {
+						firstLost.Store(fmt.Sprintf("%v %v", err, m))
+					}
 				}
 				time.Sleep(2 * time.Millisecond) // a steady loop, not a load test
 			}
@@ -167,7 +172,7 @@ func TestRollingUpdateLosesNoQuery(t *testing.T) {
 	sent, lost := rollout(t, k, corefile, parentIP, propagation)
 	t.Logf("rolling update, shipped lameduck: %d queries, %d lost", sent, lost)
 	if lost != 0 || sent < 100 {
-		t.Errorf("rolling update with the shipped lameduck: %d of %d queries lost", lost, sent)
+		t.Errorf("rolling update with the shipped lameduck: %d of %d queries lost, e.g. %v", lost, sent, firstLost.Load())
 	}
 
 	without := reLameduck.ReplaceAllString(corefile, "health {\n    }")
