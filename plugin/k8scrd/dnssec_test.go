@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/dnssec"
@@ -86,5 +87,62 @@ func TestFitWithDNSSECInFront(t *testing.T) {
 	// A negative answer: the SOA, its signature and the NSEC fit 512.
 	if m := ask("nope.fit.example.", dns.TypeA, udp, 512); m.Truncated || sigs(m.Ns) == 0 {
 		t.Errorf("NXDOMAIN with DO at 512: %v", m)
+	}
+}
+
+// TestSiblingGlueWithDNSSECInFront: with DO set, a referral to a name
+// server under another delegation of the zone carries that sibling glue,
+// as Knot and NSD give it; the signer adds the NSEC that proves no DS and
+// its signature to the authority section and signs no glue, and the
+// reply is not truncated. An address of a name server the zone holds
+// (authoritative data, which the signer would not sign in a referral) is
+// still left out with DO.
+func TestSiblingGlueWithDNSSECInFront(t *testing.T) {
+	k, _ := newTestPlugin(t, "fit.example", "", fitManifests)
+	d := signedFront(t, k, "fit.example.")
+	for _, size := range []uint16{1232, 4096} {
+		m := new(dns.Msg)
+		m.SetQuestion("x.sib.fit.example.", dns.TypeA)
+		m.SetEdns0(size, true)
+		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		if _, err := d.ServeDNS(context.Background(), request.NewScrubWriter(m, rec), m); err != nil {
+			t.Fatal(err)
+		}
+		r := rec.Msg
+		var glue []string
+		for _, rr := range r.Extra {
+			switch rr.Header().Rrtype {
+			case dns.TypeOPT:
+			case dns.TypeRRSIG:
+				t.Errorf("EDNS %d: glue signed: %v", size, rr)
+			default:
+				glue = append(glue, rr.String())
+			}
+		}
+		nsec := false
+		for _, rr := range r.Ns {
+			nsec = nsec || rr.Header().Rrtype == dns.TypeNSEC
+		}
+		if r.Truncated || r.Authoritative || !nsec || len(glue) != 1 || !strings.HasPrefix(glue[0], "ns.er.fit.example.\t") {
+			t.Errorf("x.sib.fit.example. A with DO at EDNS %d: TC=%v AA=%v NSEC=%v glue=%v, want the sibling glue ns.er.fit.example. A and no TC\n%v",
+				size, r.Truncated, r.Authoritative, nsec, glue, r)
+		}
+	}
+	// Without the signer (DO set, k8scrd alone) the same glue.
+	addrs := func(m *dns.Msg) (out []dns.RR) {
+		for _, rr := range m.Extra {
+			if rr.Header().Rrtype != dns.TypeOPT {
+				out = append(out, rr)
+			}
+		}
+		return out
+	}
+	m := askVia(t, k, "x.sib.fit.example.", dns.TypeA, &test.ResponseWriter{}, withEDNS(1232, true))
+	if e := addrs(m); len(e) != 1 || e[0].Header().Name != "ns.er.fit.example." {
+		t.Errorf("x.sib.fit.example. A with DO, unsigned: additional %v, want ns.er.fit.example. A", m.Extra)
+	}
+	// A name server the zone holds: its address is signed data, left out with DO.
+	if m := askVia(t, k, "x.held.fit.example.", dns.TypeA, &test.ResponseWriter{}, withEDNS(1232, true)); len(addrs(m)) != 0 {
+		t.Errorf("x.held.fit.example. A with DO: additional %v, want none", m.Extra)
 	}
 }

@@ -73,31 +73,46 @@ func (k *K8sCRD) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg)
 		// A referral is not authoritative; an alias in the answer before it is (RFC 1034 §4.3.2).
 		m.Authoritative = len(rep.Answer) > 0
 	}
-	fit(state, m, rep.Glue, rep.Extra)
+	referral := rep.Res == tree.Delegation && len(rep.Answer) == 0
+	fit(state, m, rep.Glue, rep.Sibling, rep.Extra, referral)
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
 }
 
 // fit makes m, with its answer and authority sections set, fit the
 // client's buffer before it is written: the required glue is added, then
-// as much of the optional additional data as fits, whole RRsets, the rest
-// dropped without TC. TC is set only when the required data does not fit
-// (RFC 2181 §9, RFC 9471); the message then carries the question alone, as
-// Knot's do, and the same query over TCP answers in full. CoreDNS's
-// ScrubWriter would set TC whenever it drops any record.
+// as much of the optional additional data (a referral's sibling glue
+// first, then extra) as fits, whole RRsets, the rest dropped without TC.
+// TC is set only when the required data does not fit (RFC 2181 §9, RFC
+// 9471); the message then carries the question alone, as Knot's do, and
+// the same query over TCP answers in full. CoreDNS's ScrubWriter would set
+// TC whenever it drops any record.
 //
-// With DO set no optional data is added: a dnssec plugin in front signs the
-// message after this fit, the additional section included, and the
-// ScrubWriter's TC for whatever then does not fit must be about required
-// data (RFC 4035 §3.1.1: signatures the answer needs that do not fit set TC).
-func fit(state request.Request, m *dns.Msg, glue, extra []dns.RR) {
+// With DO set a dnssec plugin in front signs the message after this fit,
+// and the ScrubWriter's TC for whatever then does not fit must be about
+// required data (RFC 4035 §3.1.1: signatures the answer needs that do not
+// fit set TC). So no optional data is added to an answer (it would be
+// signed), and a referral gets its sibling glue alone (glue is never
+// signed: the signer adds only the NSEC that proves no DS, and its
+// signatures, to the authority section), within the size less the room
+// that the signer takes (signRoom).
+func fit(state request.Request, m *dns.Msg, glue, sibling, extra []dns.RR, referral bool) {
 	opt, do := 0, false
 	if o := state.Req.IsEdns0(); o != nil {
 		opt, do = 11, o.Do() // the OPT record the ScrubWriter adds to the reply (no options)
 	}
+	room := 0
+	switch {
+	case !do:
+		extra = append(slices.Clip(sibling), extra...)
+	case referral:
+		extra, room = sibling, signRoom(state.Name())
+	default:
+		extra = nil
+	}
 	m.Extra = glue
 	l := m.Len() + opt
-	if l <= dns.MinMsgSize && (len(extra) == 0 || do) {
+	if l <= dns.MinMsgSize && len(extra) == 0 {
 		return // fits any client: the transport and buffer need not be asked
 	}
 	size := state.Size()
@@ -109,9 +124,10 @@ func fit(state request.Request, m *dns.Msg, glue, extra []dns.RR) {
 			return
 		}
 	}
-	if len(extra) == 0 || do {
+	if len(extra) == 0 {
 		return
 	}
+	size -= room
 	m.Extra = append(slices.Clip(glue), extra...)
 	if m.Len()+opt <= size {
 		return
@@ -134,6 +150,17 @@ func fit(state request.Request, m *dns.Msg, glue, extra []dns.RR) {
 		}
 		i = j
 	}
+}
+
+// signRoom is what a dnssec plugin in front adds to a referral for qname,
+// in octets: an NSEC record owned by qname whose next name is qname again
+// (an uncompressed name), and its RRSIGs, two of them (a key set of a KSK
+// and a ZSK that both sign) with 256-octet signatures (RSA 2048; ECDSA and
+// Ed25519 take less) and the zone's uncompressed name (at most qname's).
+func signRoom(qname string) int {
+	nsec := 2 + 10 + 2 + len(qname) + 1 + 8     // owner (pointer), header, \000.qname, bitmap (NS RRSIG NSEC)
+	rrsig := 2 + 10 + 18 + len(qname) + 1 + 256 // owner (pointer), header, fixed fields, signer, signature
+	return nsec + 2*rrsig
 }
 
 // Name implements the plugin.Handler interface.

@@ -111,6 +111,30 @@ default
 {{- define "fleetdns.servers" -}}
 {{- $servers := .Values.servers -}}
 {{- if not $servers }}{{ $servers = ternary .Values.kubeSystem.servers .Values.gslb.servers (eq .Values.mode "kubeSystem") }}{{ end -}}
+{{- $d := .Values.gslb.dnssec -}}
+{{- if and (ne .Values.mode "kubeSystem") $d $d.keySecret }}
+{{- /* gslb.dnssec.keySecret: a dnssec block in front of localtargets, gslb and k8scrd (the first of them in the block). */}}
+{{- $files := list }}
+{{- range $d.keys }}{{ $files = append $files (printf "/etc/fleetdns/dnssec/%s" .) }}{{ end }}
+{{- if not $files }}{{ fail "gslb.dnssec.keys: name the key files of gslb.dnssec.keySecret (e.g. ksk, zsk)" }}{{ end }}
+{{- $block := printf "key file %s\ncache_capacity %v" (join " " $files) (int $d.cacheCapacity) }}
+{{- $out := list }}
+{{- range $servers }}
+{{- $zones := list }}
+{{- range .zones }}{{ $zones = append $zones .zone }}{{ end }}
+{{- $plugins := list }}
+{{- $done := false }}
+{{- range .plugins }}
+{{- if and (not $done) (has .name (list "localtargets" "gslb" "k8scrd")) }}
+{{- $plugins = append $plugins (dict "name" "dnssec" "parameters" (join " " $zones) "configBlock" $block) }}
+{{- $done = true }}
+{{- end }}
+{{- $plugins = append $plugins . }}
+{{- end }}
+{{- $out = append $out (merge (dict "plugins" $plugins) .) }}
+{{- end }}
+{{- $servers = $out }}
+{{- end }}
 {{- toYaml $servers -}}
 {{- end -}}
 

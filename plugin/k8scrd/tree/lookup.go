@@ -23,10 +23,14 @@ const maxChain = 8
 // two parts: glue is what the answer requires (in-domain glue of a referral,
 // RFC 9471: TC when it does not fit), extra is optional (addresses of the
 // name servers, mail exchangers and services an answer names, sibling glue:
-// added when it fits, dropped without TC).
+// added when it fits, dropped without TC). Sibling is the part of a
+// referral's optional data that is glue under another delegation of the
+// zone: never signed (RFC 4035 §2.2), so given with DO set too, as Knot and
+// NSD give it; Extra then holds the rest.
 type Reply struct {
 	Answer, NS  []dns.RR
 	Glue, Extra []dns.RR
+	Sibling     []dns.RR
 	Res         Result
 	Wildcard    string // the owner of the wildcard the answer was synthesized from (rrl's imputed name)
 }
@@ -90,7 +94,24 @@ func (s *Snapshot) referral(z *Zone, cut *Node) Reply {
 			glue = s.addrs(glue, ns.Ns)
 		}
 	}
-	return Reply{NS: nsrrs, Glue: glue, Extra: s.addresses(z, nsrrs, cut), Res: Delegation}
+	sib, extra := s.siblings(z, s.addresses(z, nsrrs, cut))
+	return Reply{NS: nsrrs, Glue: glue, Sibling: sib, Extra: extra, Res: Delegation}
+}
+
+// siblings splits a referral's optional addresses into sibling glue (owned
+// by a name under a delegation of z) and the rest (authoritative data).
+func (s *Snapshot) siblings(z *Zone, addrs []dns.RR) (sib, rest []dns.RR) {
+	if z.Cuts == 0 {
+		return nil, addrs
+	}
+	for _, rr := range addrs {
+		if cut, _ := s.cut(z, rr.Header().Name); cut != nil {
+			sib = append(sib, rr)
+		} else {
+			rest = append(rest, rr)
+		}
+	}
+	return sib, rest
 }
 
 // anyApex answers ANY at the apex: its RRset of the lowest type, among
