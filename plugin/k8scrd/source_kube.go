@@ -55,7 +55,6 @@ type cluster struct {
 	queue *workqueue.Typed[string]
 
 	kinds   map[string]*watched // derived kinds and Gateway
-	slices  *watched
 	classes *watched
 	drained chan struct{} // closed when the worker reached the first sync's marker
 
@@ -201,7 +200,8 @@ func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cach
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	c.slices, err = c.watch("", "endpointslices", c.cs.DiscoveryV1().RESTClient(), &discoveryv1.EndpointSlice{}, namespaces, "", nil, c.sliceHandler())
+	// EndpointSlices are read through sliceIdx, which sliceHandler keeps.
+	_, err = c.watch("", "endpointslices", c.cs.DiscoveryV1().RESTClient(), &discoveryv1.EndpointSlice{}, namespaces, "", nil, c.sliceHandler())
 	if err != nil {
 		return nil, err
 	}
