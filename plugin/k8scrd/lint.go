@@ -331,7 +331,7 @@ func lintLabels(obj any) map[string]string {
 // beside other data).
 func lintServed(o *object.Object, reports []lintNote, snap *tree.Snapshot, names *[]string) []lintNote {
 	var notes []lintNote
-	refused := map[string]bool{}   // name -> every type refused
+	refused := map[string]bool{}  // name -> every type refused
 	refusedT := map[string]bool{} // name + "/" + type -> refused
 	for _, r := range reports {
 		name, t := lintRefusedName(o, r.msg)

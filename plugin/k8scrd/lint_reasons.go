@@ -7,8 +7,8 @@ import (
 
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
