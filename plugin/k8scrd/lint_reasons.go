@@ -195,3 +195,33 @@ func zoneSkipped(o *object.Object, bad []object.Invalid, zones []string) string 
 	}
 	return fmt.Sprintf("none of its names is inside the zones %s: %s%s; not served", strings.Join(zones, " "), strings.Join(msgs, "; "), more)
 }
+
+// reportSkipped reports on a derived object, as Events, what of it the
+// derivation did not take and why (skippedNames): the API feed's side of
+// what the lint prints. The eventer bounds them (per object, per namespace,
+// de-duplicated), as it bounds refusals.
+func (c *cluster) reportSkipped(kind string, obj any, d *declared) {
+	if isGslbKind(kind) {
+		return
+	}
+	notes := skippedNames(kind, obj, d, c.cfg, c)
+	if len(notes) == 0 {
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	o := &object.Object{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}
+	for _, n := range notes {
+		c.b.report(o, EventNameSkipped, n.msg+"; not served")
+	}
+}
+
+// reportZoneSkipped reports on a DNSEndpoint none of whose names is inside
+// the zones (zoneSkipped) that it serves nothing here.
+func (k *kubernetes) reportZoneSkipped(o *object.Object, bad []object.Invalid) {
+	if msg := zoneSkipped(o, bad, k.cfg.zones); msg != "" {
+		k.events.Report(objectRef(o), EventNameSkipped, msg)
+	}
+}

@@ -82,7 +82,8 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 // (k8gb.io/*), the legacy Ingress class and the default IngressClass mark.
 func readAnnotation(k string) bool {
 	switch k {
-	case annotationIngressClass, annotationDefaultClass, annotationHostname, annotationTTL:
+	case annotationIngressClass, annotationDefaultClass, annotationHostname, annotationTTL,
+		annotationK8sGateway: // read, or said skipped (lint_reasons.go)
 		return true
 	}
 	return strings.HasPrefix(k, gslbAnnotations) || strings.HasPrefix(k, "k8gb.io/")
