@@ -39,6 +39,7 @@ const annotationK8sGateway = "coredns.io/hostname"
 type skipNote struct {
 	name string
 	msg  string
+	zone bool // outside the zones: said on the object only when it declares nothing here
 }
 
 // skippedNames explains what of a derived object (an Ingress, a Service, a
@@ -62,7 +63,7 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 		}
 		name = strings.ToLower(strings.TrimSuffix(host, ".") + ".")
 		if _, ok := lbHostInZones(host, cfg.zones); !ok {
-			notes = append(notes, skipNote{name, fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.zones, " "))})
+			notes = append(notes, skipNote{name, fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.zones, " ")), true})
 			return name, false
 		}
 		return name, true
@@ -75,7 +76,7 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 				if c == "" {
 					what = "no IngressClass (no ingressClassName, no " + annotationIngressClass + " annotation, no default class)"
 				}
-				return append(notes, skipNote{"", fmt.Sprintf("%s is not one ingress_class serves (%s)", what, strings.Join(cfg.ingressClasses, " "))})
+				return append(notes, skipNote{"", fmt.Sprintf("%s is not one ingress_class serves (%s)", what, strings.Join(cfg.ingressClasses, " ")), false})
 			}
 		}
 		for _, r := range o.Spec.Rules {
@@ -84,7 +85,7 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 		for _, t := range o.Spec.TLS {
 			for _, h := range t.Hosts {
 				if name, in := zone(h, "tls host"); in && !took(name) && o.Spec.DefaultBackend == nil {
-					notes = append(notes, skipNote{name, fmt.Sprintf("%s is only in spec.tls, and without a default backend nothing routes it", name)})
+					notes = append(notes, skipNote{name, fmt.Sprintf("%s is only in spec.tls, and without a default backend nothing routes it", name), false})
 				}
 			}
 		}
@@ -94,11 +95,11 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 		switch {
 		case o.Spec.Type != corev1.ServiceTypeLoadBalancer:
 			if annotated || k8sgw {
-				return append(notes, skipNote{"", fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", o.Spec.Type)})
+				return append(notes, skipNote{"", fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", o.Spec.Type), false})
 			}
 			return nil // a ClusterIP Service names no host: nothing to say
 		case !annotated && !k8sgw && d == nil:
-			return append(notes, skipNote{"", "a LoadBalancer Service without the " + annotationHostname + " annotation declares no name"})
+			return append(notes, skipNote{"", "a LoadBalancer Service without the " + annotationHostname + " annotation declares no name", false})
 		}
 		for h := range strings.SplitSeq(hosts, ",") {
 			zone(h, annotationHostname)
@@ -110,7 +111,7 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 		if v, ok := m.GetAnnotations()[annotationK8sGateway]; ok {
 			for h := range strings.SplitSeq(v, ",") {
 				if name, in := zone(h, annotationK8sGateway); in && !took(name) {
-					notes = append(notes, skipNote{name, fmt.Sprintf("%s: annotation %s is k8s_gateway's, and this block does not read it", name, annotationK8sGateway)})
+					notes = append(notes, skipNote{name, fmt.Sprintf("%s: annotation %s is k8s_gateway's, and this block does not read it", name, annotationK8sGateway), false})
 				}
 			}
 		}
@@ -146,25 +147,25 @@ func skippedRoute(v *routeView, d *declared, cfg *config, w world, zone func(hos
 			}
 			gw := routeRefNamespace(ref, v.meta.Namespace) + "/" + string(ref.Name)
 			if accepted, _ := routeParentConditions(v, ref); !accepted {
-				notes = append(notes, skipNote{"", fmt.Sprintf("parent Gateway %s has not accepted it (no Accepted=True at generation %d in status.parents)", gw, v.meta.Generation)})
+				notes = append(notes, skipNote{"", fmt.Sprintf("parent Gateway %s has not accepted it (no Accepted=True at generation %d in status.parents)", gw, v.meta.Generation), false})
 				continue
 			}
 			g := w.gateway(routeRefNamespace(ref, v.meta.Namespace), string(ref.Name))
 			if g == nil {
-				notes = append(notes, skipNote{"", fmt.Sprintf("parent Gateway %s is not there (or not in a namespace this block reads)", gw)})
+				notes = append(notes, skipNote{"", fmt.Sprintf("parent Gateway %s is not there (or not in a namespace this block reads)", gw), false})
 				continue
 			}
 			if len(cfg.gatewayClasses) > 0 && !slices.Contains(cfg.gatewayClasses, string(g.Spec.GatewayClassName)) {
-				notes = append(notes, skipNote{"", fmt.Sprintf("parent Gateway %s is of GatewayClass %q, not one gateway_class serves (%s)", gw, g.Spec.GatewayClassName, strings.Join(cfg.gatewayClasses, " "))})
+				notes = append(notes, skipNote{"", fmt.Sprintf("parent Gateway %s is of GatewayClass %q, not one gateway_class serves (%s)", gw, g.Spec.GatewayClassName, strings.Join(cfg.gatewayClasses, " ")), false})
 			}
 		}
 		if len(notes) == 0 {
-			notes = append(notes, skipNote{"", "no parentRef names a Gateway that accepted it"})
+			notes = append(notes, skipNote{"", "no parentRef names a Gateway that accepted it", false})
 		}
 	}
 	for _, h := range v.hostnames {
 		if name, in := zone(string(h), "hostname"); in && d != nil && !took(name) {
-			notes = append(notes, skipNote{name, fmt.Sprintf("%s is taken by no listener of the Gateways that accepted the route", name)})
+			notes = append(notes, skipNote{name, fmt.Sprintf("%s is taken by no listener of the Gateways that accepted the route", name), false})
 		}
 	}
 	return notes
@@ -214,6 +215,9 @@ func (c *cluster) reportSkipped(kind string, obj any, d *declared) {
 	}
 	o := &object.Object{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}
 	for _, n := range notes {
+		if n.zone && d != nil {
+			continue // its other hosts are served here: those outside are another server's
+		}
 		c.b.report(o, EventNameSkipped, n.msg+"; not served")
 	}
 }
