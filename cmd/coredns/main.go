@@ -21,7 +21,10 @@ import (
 
 // lint is -lint DIR: check the manifests under DIR against the k8scrd
 // blocks of -conf, print what would be served, and exit (plugin/k8scrd's README).
-var lint = flag.String("lint", "", "Check the manifests under this folder against the k8scrd blocks of -conf, print what would and would not be served, and exit (0 all served, 1 something not, 2 a bad file or Corefile)")
+var (
+	lint     = flag.String("lint", "", "Check the manifests under this folder against the k8scrd blocks of -conf, print what would and would not be served, and exit (0 all served, 1 something not, 2 a bad file or Corefile)")
+	lintJSON = flag.Bool("json", false, "With -lint: print JSON Lines")
+)
 
 func init() {
 	// The stock list knows nothing of our plugins; ours is generated from
@@ -45,7 +48,7 @@ func main() {
 		// The lint's lines are its output; the plugins' log lines of the
 		// same findings would only repeat them.
 		golog.SetOutput(io.Discard)
-		os.Exit(k8scrd.Lint(os.Stdout, *lint, conf))
+		os.Exit(k8scrd.Lint(os.Stdout, *lint, conf, *lintJSON))
 	}
 	coremain.Run()
 }

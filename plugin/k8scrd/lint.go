@@ -59,23 +59,30 @@ type lintNote struct {
 // Corefile at corefile, writes one line per object and per name not
 // served to out, and returns the exit code (LintServed, LintNotServed,
 // LintBad).
-func Lint(out io.Writer, dir, corefile string) int {
+//
+// With asJSON, each line is a JSON object instead (JSON Lines): an object
+// {"file", "line", "kind", "namespace", "name", "serves": [{"name",
+// "types"}], "notServed": [{"name", "reason", "message"}]}, an error
+// {"file", "line", "error"}, a block {"block", "zones"} and a summary
+// {"objects", "served", "zones"}.
+func Lint(out io.Writer, dir, corefile string, asJSON bool) int {
+	w := &lintOut{w: out, json: asJSON}
 	blocks, err := lintBlocks(corefile)
 	if err != nil {
-		fmt.Fprintf(out, "%v\n", err)
+		w.error("", 0, err.Error())
 		return LintBad
 	}
 	files, err := lintFiles(dir)
 	if err != nil {
-		fmt.Fprintf(out, "%v\n", err)
+		w.error("", 0, err.Error())
 		return LintBad
 	}
 	code := LintServed
 	for _, blk := range blocks {
 		if len(blocks) > 1 {
-			fmt.Fprintf(out, "# k8scrd at %s (%s)\n", blk.where, strings.Join(blk.cfg.zones, " "))
+			w.block(blk.where, blk.cfg.zones)
 		}
-		code = max(code, lintBlockRun(out, dir, files, blk.cfg))
+		code = max(code, lintBlockRun(w, dir, files, blk.cfg))
 	}
 	return code
 }
@@ -141,7 +148,7 @@ func lintFiles(dir string) ([]string, error) {
 }
 
 // lintBlockRun lints the files for one block and prints the result.
-func lintBlockRun(out io.Writer, dir string, paths []string, cfg *config) int {
+func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 	// Read with every namespace and label, so that what the block's
 	// selection leaves out is said, not silently missing.
 	open := *cfg
@@ -156,13 +163,13 @@ func lintBlockRun(out io.Writer, dir string, paths []string, cfg *config) int {
 	for _, path := range paths {
 		raw, err := os.ReadFile(path)
 		if err != nil {
-			fmt.Fprintf(out, "%s: %v\n", path, err)
+			out.error(path, 0, err.Error())
 			bad = true
 			continue
 		}
 		st, err := os.Stat(path)
 		if err != nil {
-			fmt.Fprintf(out, "%s: %v\n", path, err)
+			out.error(path, 0, err.Error())
 			bad = true
 			continue
 		}
@@ -171,7 +178,7 @@ func lintBlockRun(out io.Writer, dir string, paths []string, cfg *config) int {
 			if pr.unknownKind {
 				continue // a whole application's folder holds Deployments, ConfigMaps...
 			}
-			fmt.Fprintf(out, "%s:%d: %s\n", path, pr.line, pr.msg)
+			out.error(path, pr.line, pr.msg)
 			bad = true
 		}
 		// Keys are made unique per file by its base name: here, per path.
@@ -283,22 +290,17 @@ func lintBlockRun(out io.Writer, dir string, paths []string, cfg *config) int {
 	served, objects := 0, 0
 	for _, lo := range objs {
 		objects++
-		var names []string
+		var names []lintServes
 		if lo.obj != nil {
 			lo.notes = append(lo.notes, lintServed(lo.obj, reports[lo.obj], snap, &names)...)
 		}
 		served += len(names)
-		what := "serves nothing"
-		if len(names) > 0 {
-			what = "serves " + strings.Join(names, ", ")
-		}
-		fmt.Fprintf(out, "%s: %s %s/%s: %s\n", lo.pos, lo.kind, lo.namespace, lo.name, what)
-		for _, n := range lo.notes {
+		if len(lo.notes) > 0 {
 			code = LintNotServed
-			fmt.Fprintf(out, "%s: %s %s/%s: %s: %s\n", lo.pos, lo.kind, lo.namespace, lo.name, n.reason, n.msg)
 		}
+		out.object(lo, names)
 	}
-	fmt.Fprintf(out, "%d objects, %d names served in %s\n", objects, served, strings.Join(cfg.zones, " "))
+	out.summary(objects, served, cfg.zones)
 	if bad {
 		return LintBad
 	}
@@ -329,7 +331,7 @@ func lintLabels(obj any) map[string]string {
 // into names, and returns what the builder refused of it (its reports)
 // and what of it the snapshot does not hold for another reason (a CNAME
 // beside other data).
-func lintServed(o *object.Object, reports []lintNote, snap *tree.Snapshot, names *[]string) []lintNote {
+func lintServed(o *object.Object, reports []lintNote, snap *tree.Snapshot, names *[]lintServes) []lintNote {
 	var notes []lintNote
 	refused := map[string]bool{}  // name -> every type refused
 	refusedT := map[string]bool{} // name + "/" + type -> refused
@@ -372,12 +374,12 @@ func lintServed(o *object.Object, reports []lintNote, snap *tree.Snapshot, names
 				continue
 			}
 			if empty {
-				t += "(no targets yet)"
+				t += " (no targets yet)"
 			}
 			types = append(types, t)
 		}
 		if len(types) > 0 {
-			*names = append(*names, name+" "+strings.Join(types, " "))
+			*names = append(*names, lintServes{name, types})
 		}
 	}
 	return notes
@@ -427,4 +429,98 @@ func docLabels(text string) map[string]string {
 	}
 	_ = json.Unmarshal([]byte(text), &m)
 	return m.Metadata.Labels
+}
+
+// lintOut writes the lint's lines, as text or as JSON Lines.
+type lintOut struct {
+	w    io.Writer
+	json bool
+}
+
+func (o *lintOut) line(v any, text string) {
+	if o.json {
+		b, _ := json.Marshal(v)
+		text = string(b)
+	}
+	fmt.Fprintln(o.w, text)
+}
+
+func (o *lintOut) error(file string, line int, msg string) {
+	where := file
+	if line > 0 {
+		where = fmt.Sprintf("%s:%d", file, line)
+	}
+	text := msg
+	if where != "" {
+		text = where + ": " + msg
+	}
+	o.line(struct {
+		File  string `json:"file,omitempty"`
+		Line  int    `json:"line,omitempty"`
+		Error string `json:"error"`
+	}{file, line, msg}, text)
+}
+
+func (o *lintOut) block(where string, zones []string) {
+	o.line(struct {
+		Block string   `json:"block"`
+		Zones []string `json:"zones"`
+	}{where, zones}, fmt.Sprintf("# k8scrd at %s (%s)", where, strings.Join(zones, " ")))
+}
+
+func (o *lintOut) summary(objects, served int, zones []string) {
+	o.line(struct {
+		Objects int      `json:"objects"`
+		Served  int      `json:"served"`
+		Zones   []string `json:"zones"`
+	}{objects, served, zones}, fmt.Sprintf("%d objects, %d names served in %s", objects, served, strings.Join(zones, " ")))
+}
+
+type lintServes struct {
+	Name  string   `json:"name"`
+	Types []string `json:"types"`
+}
+
+type lintNotServed struct {
+	Name    string `json:"name,omitempty"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// object writes an object's line and one line per thing of it not served
+// (as text), or one JSON object with both.
+func (o *lintOut) object(lo *lintObject, names []lintServes) {
+	head := fmt.Sprintf("%s: %s %s/%s: ", lo.pos, lo.kind, lo.namespace, lo.name)
+	if !o.json {
+		what := "serves nothing"
+		if len(names) > 0 {
+			var s []string
+			for _, n := range names {
+				s = append(s, n.Name+" "+strings.Join(n.Types, " "))
+			}
+			what = "serves " + strings.Join(s, ", ")
+		}
+		fmt.Fprintln(o.w, head+what)
+		for _, n := range lo.notes {
+			fmt.Fprintln(o.w, head+n.reason+": "+n.msg)
+		}
+		return
+	}
+	file, line := splitPos(lo.pos)
+	v := struct {
+		File      string          `json:"file"`
+		Line      int             `json:"line"`
+		Kind      string          `json:"kind"`
+		Namespace string          `json:"namespace"`
+		Name      string          `json:"name"`
+		Serves    []lintServes    `json:"serves"`
+		NotServed []lintNotServed `json:"notServed"`
+	}{File: file, Line: line, Kind: lo.kind, Namespace: lo.namespace, Name: lo.name, Serves: names, NotServed: []lintNotServed{}}
+	if v.Serves == nil {
+		v.Serves = []lintServes{}
+	}
+	for _, n := range lo.notes {
+		v.NotServed = append(v.NotServed, lintNotServed{n.name, n.reason, n.msg})
+	}
+	o.line(v, "")
 }

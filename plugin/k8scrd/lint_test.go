@@ -28,7 +28,7 @@ func lintRun(t *testing.T, corefile string, files map[string]string) (int, strin
 		}
 	}
 	var out bytes.Buffer
-	code := Lint(&out, m, cf)
+	code := Lint(&out, m, cf, false)
 	return code, strings.ReplaceAll(out.String(), m+string(filepath.Separator), "")
 }
 

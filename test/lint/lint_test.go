@@ -6,11 +6,13 @@ package lint_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +26,14 @@ func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
 // and output.
 func lint(t *testing.T, dir, corefile string, env ...string) (int, string) {
 	t.Helper()
+	return lintArgs(t, []string{"-lint", dir, "-conf", corefile}, env...)
+}
+
+func lintArgs(t *testing.T, args []string, env ...string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, harness.CoreDNSBinary(t), "-lint", dir, "-conf", corefile)
+	cmd := exec.CommandContext(ctx, harness.CoreDNSBinary(t), args...)
 	cmd.Dir = harness.ModuleRoot(t)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
@@ -37,7 +44,7 @@ func lint(t *testing.T, dir, corefile string, env ...string) (int, string) {
 	case errors.As(err, &exit):
 		return exit.ExitCode(), string(out)
 	}
-	t.Fatalf("coredns -lint %s -conf %s: %v\n%s", dir, corefile, err, out)
+	t.Fatalf("coredns %s: %v\n%s", strings.Join(args, " "), err, out)
 	return 0, ""
 }
 
@@ -94,7 +101,7 @@ func TestLintDeployTree(t *testing.T) {
 		t.Errorf("deploy/multicluster/app with deploy/gslb's Corefile: exit %d, want 0:\n%s", code, out)
 	}
 	// No cluster wrote the Ingress's status: the host is declared, NODATA until it is.
-	wantLines(t, out, "deploy/multicluster/app/app.yaml:73: Ingress fleetdns/app: serves app.gslb.example.com. A(no targets yet)")
+	wantLines(t, out, "deploy/multicluster/app/app.yaml:73: Ingress fleetdns/app: serves app.gslb.example.com. A (no targets yet)")
 
 	parent := writeFile(t, filepath.Join(dir, "parent.Corefile"), "example.com:53 {\n    k8scrd example.com\n}\n")
 	if code, out := lint(t, "deploy/multicluster/parent", parent); code != 0 {
@@ -162,6 +169,37 @@ spec:
 			m+`/a.yaml:9: DNSEndpoint team-b/takeover: InvalidEndpoint: endpoint 3 (b.example.org SPF): record type "SPF" is not served`,
 			"2 objects, 2 names served in example.org.",
 		)
+	})
+
+	t.Run("-json: one JSON object a line", func(t *testing.T) {
+		code, out := lintArgs(t, []string{"-lint", filepath.Join(dir, "refused"), "-conf", cf, "-json"})
+		if code != 1 {
+			t.Errorf("exit %d, want 1:\n%s", code, out)
+		}
+		type notServed struct{ Name, Reason, Message string }
+		var takeover struct {
+			Kind, Namespace, Name string
+			Serves                []struct {
+				Name  string
+				Types []string
+			}
+			NotServed []notServed
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(l), &v); err != nil {
+				t.Fatalf("not a JSON line: %q: %v", l, err)
+			}
+			if v["name"] == "takeover" {
+				if err := json.Unmarshal([]byte(l), &takeover); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		want := notServed{"www.example.org.", "NameRefused", `no tenant grant of namespace "team-b" covers www.example.org. (granted to "team-a")`}
+		if len(takeover.Serves) != 1 || takeover.Serves[0].Name != "api.example.org." || !slices.Contains(takeover.NotServed, want) {
+			t.Errorf("takeover: %+v, want api.example.org. served and %+v", takeover, want)
+		}
 	})
 
 	t.Run("a file that does not parse exits 2 with its line", func(t *testing.T) {
