@@ -216,13 +216,19 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 			}
 		}
 		for _, s := range p.sources {
+			s.key = key(s.key)
+			if !cfg.serves(s.kind) && !isGslbKind(s.kind) {
+				if lintSelected(cfg, s.namespace, lintLabels(s.obj)) == "" {
+					f.sources = append(f.sources, s) // read for the Gslbs that name it
+				}
+				continue
+			}
 			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, s.line), kind: s.kind, namespace: s.namespace, name: s.name}
 			if why := lintSelected(cfg, s.namespace, lintLabels(s.obj)); why != "" {
 				lo.notes = append(lo.notes, lintNote{"", EventNameSkipped, why})
 				objs = append(objs, lo)
 				continue
 			}
-			s.key = key(s.key)
 			f.sources = append(f.sources, s)
 		}
 		files[r] = f

@@ -2,10 +2,14 @@ package k8scrd
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	"sigs.k8s.io/external-dns/endpoint"
 )
 
 // lintRun writes the Corefile and the files into a new folder, lints and
@@ -171,5 +175,26 @@ func TestLintBadCorefileExitsTwo(t *testing.T) {
 				t.Errorf("exit %d, want %d with %q:\n%s", code, LintBad, c.want, out)
 			}
 		})
+	}
+}
+
+// TestZoneSkippedOnlyWhenNothingIsInside: a DNSEndpoint that also names
+// other servers' zones is normal; one that names none of ours gets one
+// Event, its message capped.
+func TestZoneSkippedOnlyWhenNothingIsInside(t *testing.T) {
+	zones := []string{"example.org."}
+	var eps []*endpoint.Endpoint
+	for i := range 7 {
+		eps = append(eps, &endpoint.Endpoint{DNSName: fmt.Sprintf("h%d.example.net", i), RecordType: "A", Targets: []string{"192.0.2.1"}})
+	}
+	o, bad := object.New(object.Meta{Key: "ns/x", Namespace: "ns", Name: "x"}, eps, zones, 30)
+	msg := zoneSkipped(o, bad, zones)
+	if !strings.HasPrefix(msg, "none of its names is inside the zones example.org.: endpoint 0 (h0.example.net A)") || !strings.HasSuffix(msg, " (and 2 more); not served") {
+		t.Errorf("zoneSkipped: %q", msg)
+	}
+	eps = append(eps, &endpoint.Endpoint{DNSName: "in.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}})
+	o, bad = object.New(object.Meta{Key: "ns/x", Namespace: "ns", Name: "x"}, eps, zones, 30)
+	if msg := zoneSkipped(o, bad, zones); msg != "" {
+		t.Errorf("an object with a name inside the zones: %q, want nothing reported", msg)
 	}
 }
