@@ -81,9 +81,11 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 // policy (gslb.fleetdns.io/*), external-dns's hostname and TTL, k8gb's
 // (k8gb.io/*), the legacy Ingress class and the default IngressClass mark.
 func readAnnotation(k string) bool {
+	if k == annotationK8sGateway {
+		return true // its hosts, when not read, are said skipped (lint_reasons.go)
+	}
 	switch k {
-	case annotationIngressClass, annotationDefaultClass, annotationHostname, annotationTTL,
-		annotationK8sGateway: // read, or said skipped (lint_reasons.go)
+	case annotationIngressClass, annotationDefaultClass, annotationHostname, annotationTTL:
 		return true
 	}
 	return strings.HasPrefix(k, gslbAnnotations) || strings.HasPrefix(k, "k8gb.io/")
