@@ -235,16 +235,6 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 		rel[r] = path
 	}
 
-	b := newBuilder(cfg, &atomic.Pointer[tree.Snapshot]{})
-	reports := map[*object.Object][]lintNote{}
-	b.setReporter(func(o *object.Object, reason, message string) {
-		reports[o] = append(reports[o], lintNote{"", reason, message})
-	})
-	for _, lo := range objs {
-		if lo.obj != nil {
-			b.upsert(lo.obj)
-		}
-	}
 	// The derived kinds, as the directory derives them (directory.derive).
 	w := newDirWorld(files)
 	for _, r := range sortedKeys(files) {
@@ -284,12 +274,15 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 					lo.notes = append(lo.notes, lintNote{"", EventInvalidEndpoint, x.Msg})
 				}
 			}
-			b.upsert(o)
 		}
 	}
-	b.synced()
-	b.flush()
-	snap := b.snap.Load()
+	var built []*object.Object
+	for _, lo := range objs {
+		if lo.obj != nil {
+			built = append(built, lo.obj)
+		}
+	}
+	snap, reports := lintMerge(cfg, built)
 
 	slices.SortStableFunc(objs, func(x, y *lintObject) int { return lintComparePos(x.pos, y.pos) })
 	code := LintServed
@@ -311,6 +304,23 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 		return LintBad
 	}
 	return code
+}
+
+// lintMerge is the lint's one seam with the builder: it merges objs as the
+// server's builder does (tenancy, refusals) and returns the snapshot and,
+// per object, what the builder reported of it (the Events it would write).
+func lintMerge(cfg *config, objs []*object.Object) (*tree.Snapshot, map[*object.Object][]lintNote) {
+	b := newBuilder(cfg, &atomic.Pointer[tree.Snapshot]{})
+	reports := map[*object.Object][]lintNote{}
+	b.setReporter(func(o *object.Object, reason, message string) {
+		reports[o] = append(reports[o], lintNote{"", reason, message})
+	})
+	for _, o := range objs {
+		b.upsert(o)
+	}
+	b.synced()
+	b.flush()
+	return b.snap.Load(), reports
 }
 
 // lintSelected says why the block's namespaces and labels leave an object
