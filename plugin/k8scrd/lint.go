@@ -362,6 +362,12 @@ func lintServed(o *object.Object, reports []lintNote, snap *tree.Snapshot, names
 		}
 		notes = append(notes, lintNote{name, r.reason, r.msg})
 	}
+	// The builder reports in the order it merged (and a name merged again
+	// in a later round again): sorted and once each, for a stable output.
+	slices.SortFunc(notes, func(x, y lintNote) int {
+		return cmp.Or(cmp.Compare(x.name, y.name), cmp.Compare(x.reason, y.reason), cmp.Compare(x.msg, y.msg))
+	})
+	notes = slices.Compact(notes)
 	var all []string
 	for name := range o.Names {
 		all = append(all, name)

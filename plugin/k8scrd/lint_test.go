@@ -198,3 +198,32 @@ func TestZoneSkippedOnlyWhenNothingIsInside(t *testing.T) {
 		t.Errorf("an object with a name inside the zones: %q, want nothing reported", msg)
 	}
 }
+
+// TestLintOutputIsStable: the builder merges in map order; the lint's lines
+// come out the same every run, each once.
+func TestLintOutputIsStable(t *testing.T) {
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, "---\napiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: o%d, namespace: team-%c, creationTimestamp: \"2024-01-%02dT00:00:00Z\"}\nspec:\n  endpoints:\n", i, 'a'+rune(i%2), i+1)
+		for j := range 10 {
+			fmt.Fprintf(&b, "  - {dnsName: h%d.example.org, recordType: A, targets: [192.0.2.%d]}\n", j, i)
+		}
+	}
+	files := map[string]string{"many.yaml": b.String()}
+	_, first := lintRun(t, lintCorefile, files)
+	for range 5 {
+		if _, again := lintRun(t, lintCorefile, files); again != first {
+			t.Fatalf("two runs differ:\n%s\n---\n%s", first, again)
+		}
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(first, "\n") {
+		if seen[l] && l != "" {
+			t.Errorf("line twice: %q", l)
+		}
+		seen[l] = true
+	}
+	if !strings.Contains(first, `many.yaml:18: DNSEndpoint team-b/o1: NameRefused: h0.example.org. belongs to namespace "team-a", whose object published it first`) {
+		t.Errorf("no refusal of team-b's o1:\n%s", first)
+	}
+}
