@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
@@ -310,17 +311,18 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 // server's builder does (tenancy, refusals) and returns the snapshot and,
 // per object, what the builder reported of it (the Events it would write).
 func lintMerge(cfg *config, objs []*object.Object) (*tree.Snapshot, map[*object.Object][]lintNote) {
-	b := newBuilder(cfg, &atomic.Pointer[tree.Snapshot]{})
+	snap := &atomic.Pointer[tree.Snapshot]{}
+	b := builder.New(cfg.buildConfig(), snap)
 	reports := map[*object.Object][]lintNote{}
-	b.setReporter(func(o *object.Object, reason, message string) {
+	b.SetReporter(func(o *object.Object, reason, message string) {
 		reports[o] = append(reports[o], lintNote{"", reason, message})
 	})
 	for _, o := range objs {
-		b.upsert(o)
+		b.Upsert(o)
 	}
-	b.synced()
-	b.flush()
-	return b.snap.Load(), reports
+	b.Synced()
+	b.Flush()
+	return snap.Load(), reports
 }
 
 // lintSelected says why the block's namespaces and labels leave an object
