@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
@@ -113,7 +114,11 @@ func lintBlocks(corefile string) ([]lintBlock, error) {
 		}
 		c := caddy.NewTestController("dns", "")
 		c.Dispenser = caddyfile.NewDispenserTokens(corefile, toks)
-		c.ServerBlockKeys = sb.Keys
+		// The server expands a key before the plugins see it (a CIDR
+		// becomes its reverse zones): so does the lint.
+		for _, key := range sb.Keys {
+			c.ServerBlockKeys = append(c.ServerBlockKeys, plugin.Host(key).NormalizeExact()...)
+		}
 		k, err := parse(c)
 		if err != nil {
 			return nil, fmt.Errorf("plugin/k8scrd: %w", err)
