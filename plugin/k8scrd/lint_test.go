@@ -227,3 +227,13 @@ func TestLintOutputIsStable(t *testing.T) {
 		t.Errorf("no refusal of team-b's o1:\n%s", first)
 	}
 }
+
+// TestLintExpandsACIDRKey: a server block key 10.0.0.0/23 is the reverse
+// zones the server serves, not only the first.
+func TestLintExpandsACIDRKey(t *testing.T) {
+	code, out := lintRun(t, "10.0.0.0/23:1053 {\n k8scrd\n}\n", map[string]string{"ptr.yaml": "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: ptr}\nspec: {endpoints: [{dnsName: 5.1.0.10.in-addr.arpa, recordType: PTR, targets: [host.example.org]}]}\n"})
+	if code != LintServed {
+		t.Errorf("exit %d, want %d:\n%s", code, LintServed, out)
+	}
+	wantLines(t, out, "ptr.yaml:1: DNSEndpoint default/ptr: serves 5.1.0.10.in-addr.arpa. PTR", "1 objects, 1 names served in 0.0.10.in-addr.arpa. 1.0.10.in-addr.arpa.")
+}
