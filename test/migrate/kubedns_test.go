@@ -64,28 +64,15 @@ func TestKubeDNSGuideAgainstTheShippedTree(t *testing.T) {
 	step := func(name, marker string) string {
 		t.Helper()
 		script := guideBlock(t, doc, marker)
-		if strings.Contains(script, "rollout status") {
-			// The test API server runs no controllers: no pod ever rolls out.
-			script = regexp.MustCompile(`(?m)^.*rollout status.*$`).ReplaceAllString(script, "")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+k.Kubeconfig,
-			"PATH="+k.Bin+":"+filepath.Dir(harness.CoreDNSBinary(t))+":"+os.Getenv("PATH"))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s, %s: %v\n--- script ---\n%s\n--- output ---\n%s", doc, name, err, script, out)
-		}
-		t.Logf("%s, %s:\n%s", doc, name, out)
-		return string(out)
+		// The test API server runs no controllers: no pod ever rolls out.
+		script = regexp.MustCompile(`(?m)^.*rollout status.*$`).ReplaceAllString(script, "")
+		return runScript(t, work, k, doc+", "+name, script)
 	}
 
 	// The cluster as kube-dns left it: its Deployment (a stand-in: nothing
 	// runs it here) and ConfigMap, whose stub domain and upstreams are
 	// real servers on loopback.
-	stub, upstream := harness.NewIP(t), harness.NewIP(t)
+	stub, upstream, stub2 := harness.NewIP(t), harness.NewIP(t), harness.NewIP(t)
 	harness.StartCoreDNS(t, fmt.Sprintf(`acme.local:53 {
     bind %s
     template IN A acme.local {
@@ -102,6 +89,15 @@ func TestKubeDNSGuideAgainstTheShippedTree(t *testing.T) {
     }
 }
 `, stub, upstream), harness.WithDNSAddr(stub+":53"), harness.WithProbe("host.acme.local.", dns.TypeA))
+	// The stub server the guide's patch moves acme.local to (a process of
+	// its own: one process serves a zone from one block, whatever it binds).
+	harness.StartCoreDNS(t, fmt.Sprintf(`acme.local:53 {
+    bind %s
+    template IN A acme.local {
+        answer "{{ .Name }} 60 IN A 198.18.1.54"
+    }
+}
+`, stub2), harness.WithDNSAddr(stub2+":53"), harness.WithProbe("host.acme.local.", dns.TypeA))
 	k.Apply(t, `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: kube-dns, namespace: kube-system}
@@ -164,11 +160,7 @@ data:
 
 	// The guide's Verify, from the test machine: the queries a pod sends.
 	guideBlock(t, doc, "dig +short printer.apps.internal")
-	for _, c := range []struct {
-		name  string
-		qtype uint16
-		want  string
-	}{
+	answers(t, srv.Addr, []answer{
 		{"printer.apps.internal.", dns.TypeA, "198.18.0.10"},
 		{"nas.apps.internal.", dns.TypeA, "198.18.0.11"},
 		{"nas.apps.internal.", dns.TypeAAAA, "fd00::11"},
@@ -176,9 +168,46 @@ data:
 		{"kubernetes.default.svc.cluster.local.", dns.TypeA, "10.96.0.1"},
 		{"host.acme.local.", dns.TypeA, "198.18.1.53"},
 		{"www.example.com.", dns.TypeA, "198.18.1.1"},
-	} {
+	})
+
+	// A stub domain changed in the ConfigMap applies without a restart,
+	// once the kubelet has refreshed the mounted files.
+	patch := guideBlock(t, doc, "patch configmap kube-dns")
+	patch, _, _ = strings.Cut(patch, "# kubelet refreshes")
+	patch = strings.ReplaceAll(patch, "10.150.0.2", stub2)
+	t.Logf("substituted 10.150.0.2 -> %s: the guide's new stub server, one on loopback that answers", stub2)
+	runScript(t, work, k, doc+", the stub domain changed", patch)
+	k.ConfigMapFolder(t, "kube-system", "kube-dns", kubedns)
+	// A new name each try: the shipped `cache 30` keeps what the old stub
+	// answered for a name asked before splitdns re-read the files.
+	try := 0
+	testkit.Eventually(t, 10*time.Second, "acme.local answered by the patched stub server", func() (bool, string) {
+		try++
+		m, err := harness.Ask(srv.Addr, fmt.Sprintf("n%d.acme.local.", try), dns.TypeA)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(m.Answer) == 1 {
+			if a, ok := m.Answer[0].(*dns.A); ok && a.A.String() == "198.18.1.54" {
+				return true, ""
+			}
+		}
+		return false, m.String()
+	})
+}
+
+type answer struct {
+	name  string
+	qtype uint16
+	want  string
+}
+
+// answers waits, bounded, for each name to answer its addresses.
+func answers(t *testing.T, addr string, want []answer) {
+	t.Helper()
+	for _, c := range want {
 		testkit.Eventually(t, 10*time.Second, c.name+" "+dns.TypeToString[c.qtype]+" answered "+c.want, func() (bool, string) {
-			m, err := harness.Ask(srv.Addr, c.name, c.qtype)
+			m, err := harness.Ask(addr, c.name, c.qtype)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -194,4 +223,22 @@ data:
 			return strings.Join(got, " ") == c.want, fmt.Sprintf("%s %v", dns.RcodeToString[m.Rcode], got)
 		})
 	}
+}
+
+// runScript runs a guide's commands with bash in the user's working folder
+// work, kubectl (for k's API server) and coredns on the PATH.
+func runScript(t *testing.T, work string, k *harness.Kube, name, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.Kubeconfig,
+		"PATH="+k.Bin+":"+filepath.Dir(harness.CoreDNSBinary(t))+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n--- script ---\n%s\n--- output ---\n%s", name, err, script, out)
+	}
+	t.Logf("%s:\n%s", name, out)
+	return string(out)
 }
