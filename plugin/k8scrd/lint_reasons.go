@@ -40,6 +40,9 @@ type skipNote struct {
 	name string
 	msg  string
 	zone bool // outside the zones: said on the object only when it declares nothing here
+	// pending: the parent has not looked at the route yet (no status
+	// entry): the lint says it, an Event would only race the controller.
+	pending bool
 }
 
 // skippedNames explains what of a derived object (an Ingress, a Service, a
@@ -63,7 +66,7 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 		}
 		name = strings.ToLower(strings.TrimSuffix(host, ".") + ".")
 		if _, ok := lbHostInZones(host, cfg.zones); !ok {
-			notes = append(notes, skipNote{name, fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.zones, " ")), true})
+			notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.zones, " ")), zone: true})
 			return name, false
 		}
 		return name, true
@@ -76,7 +79,7 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 				if c == "" {
 					what = "no IngressClass (no ingressClassName, no " + annotationIngressClass + " annotation, no default class)"
 				}
-				return append(notes, skipNote{"", fmt.Sprintf("%s is not one ingress_class serves (%s)", what, strings.Join(cfg.ingressClasses, " ")), false})
+				return append(notes, skipNote{name: "", msg: fmt.Sprintf("%s is not one ingress_class serves (%s)", what, strings.Join(cfg.ingressClasses, " "))})
 			}
 		}
 		for _, r := range o.Spec.Rules {
@@ -85,7 +88,7 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 		for _, t := range o.Spec.TLS {
 			for _, h := range t.Hosts {
 				if name, in := zone(h, "tls host"); in && !took(name) && o.Spec.DefaultBackend == nil {
-					notes = append(notes, skipNote{name, fmt.Sprintf("%s is only in spec.tls, and without a default backend nothing routes it", name), false})
+					notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s is only in spec.tls, and without a default backend nothing routes it", name)})
 				}
 			}
 		}
@@ -95,11 +98,11 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 		switch {
 		case o.Spec.Type != corev1.ServiceTypeLoadBalancer:
 			if annotated || k8sgw {
-				return append(notes, skipNote{"", fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", o.Spec.Type), false})
+				return append(notes, skipNote{name: "", msg: fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", o.Spec.Type)})
 			}
 			return nil // a ClusterIP Service names no host: nothing to say
 		case !annotated && !k8sgw && d == nil:
-			return append(notes, skipNote{"", "a LoadBalancer Service without the " + annotationHostname + " annotation declares no name", false})
+			return append(notes, skipNote{name: "", msg: "a LoadBalancer Service without the " + annotationHostname + " annotation declares no name"})
 		}
 		for h := range strings.SplitSeq(hosts, ",") {
 			zone(h, annotationHostname)
@@ -111,7 +114,7 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 		if v, ok := m.GetAnnotations()[annotationK8sGateway]; ok {
 			for h := range strings.SplitSeq(v, ",") {
 				if name, in := zone(h, annotationK8sGateway); in && !took(name) {
-					notes = append(notes, skipNote{name, fmt.Sprintf("%s: annotation %s is k8s_gateway's, and this block does not read it", name, annotationK8sGateway), false})
+					notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s: annotation %s is k8s_gateway's, and this block does not read it", name, annotationK8sGateway)})
 				}
 			}
 		}
@@ -147,25 +150,26 @@ func skippedRoute(v *routeView, d *declared, cfg *config, w world, zone func(hos
 			}
 			gw := routeRefNamespace(ref, v.meta.Namespace) + "/" + string(ref.Name)
 			if accepted, _ := routeParentConditions(v, ref); !accepted {
-				notes = append(notes, skipNote{"", fmt.Sprintf("parent Gateway %s has not accepted it (no Accepted=True at generation %d in status.parents)", gw, v.meta.Generation), false})
+				reported := slices.ContainsFunc(v.parents, func(p gatewayv1.RouteParentStatus) bool { return routeSameParent(&p.ParentRef, ref, v.meta.Namespace) })
+				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("parent Gateway %s has not accepted it (no Accepted=True at generation %d in status.parents)", gw, v.meta.Generation), pending: !reported})
 				continue
 			}
 			g := w.gateway(routeRefNamespace(ref, v.meta.Namespace), string(ref.Name))
 			if g == nil {
-				notes = append(notes, skipNote{"", fmt.Sprintf("parent Gateway %s is not there (or not in a namespace this block reads)", gw), false})
+				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("parent Gateway %s is not there (or not in a namespace this block reads)", gw)})
 				continue
 			}
 			if len(cfg.gatewayClasses) > 0 && !slices.Contains(cfg.gatewayClasses, string(g.Spec.GatewayClassName)) {
-				notes = append(notes, skipNote{"", fmt.Sprintf("parent Gateway %s is of GatewayClass %q, not one gateway_class serves (%s)", gw, g.Spec.GatewayClassName, strings.Join(cfg.gatewayClasses, " ")), false})
+				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("parent Gateway %s is of GatewayClass %q, not one gateway_class serves (%s)", gw, g.Spec.GatewayClassName, strings.Join(cfg.gatewayClasses, " "))})
 			}
 		}
 		if len(notes) == 0 {
-			notes = append(notes, skipNote{"", "no parentRef names a Gateway that accepted it", false})
+			notes = append(notes, skipNote{name: "", msg: "no parentRef names a Gateway that accepted it"})
 		}
 	}
 	for _, h := range v.hostnames {
 		if name, in := zone(string(h), "hostname"); in && d != nil && !took(name) {
-			notes = append(notes, skipNote{name, fmt.Sprintf("%s is taken by no listener of the Gateways that accepted the route", name), false})
+			notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s is taken by no listener of the Gateways that accepted the route", name)})
 		}
 	}
 	return notes
@@ -215,8 +219,8 @@ func (c *cluster) reportSkipped(kind string, obj any, d *declared) {
 	}
 	o := &object.Object{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}
 	for _, n := range notes {
-		if n.zone && d != nil {
-			continue // its other hosts are served here: those outside are another server's
+		if n.zone && d != nil || n.pending {
+			continue // its other hosts are served here: those outside are another server's; or not yet looked at
 		}
 		c.b.report(o, EventNameSkipped, n.msg+"; not served")
 	}
