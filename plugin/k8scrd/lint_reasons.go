@@ -40,9 +40,10 @@ type skipNote struct {
 	name string
 	msg  string
 	zone bool // outside the zones: said on the object only when it declares nothing here
-	// pending: the parent has not looked at the route yet (no status
-	// entry): the lint says it, an Event would only race the controller.
-	pending bool
+	// lintOnly: said by the lint, not as an Event: a route its parent has
+	// not looked at yet (an Event would race the controller), a
+	// LoadBalancer Service without a hostname (most are not meant for DNS).
+	lintOnly bool
 }
 
 // skippedNames explains what of a derived object (an Ingress, a Service, a
@@ -102,7 +103,7 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 			}
 			return nil // a ClusterIP Service names no host: nothing to say
 		case !annotated && !k8sgw && d == nil:
-			return append(notes, skipNote{name: "", msg: "a LoadBalancer Service without the " + annotationHostname + " annotation declares no name"})
+			return append(notes, skipNote{name: "", msg: "a LoadBalancer Service without the " + annotationHostname + " annotation declares no name", lintOnly: true})
 		}
 		for h := range strings.SplitSeq(hosts, ",") {
 			zone(h, annotationHostname)
@@ -151,7 +152,7 @@ func skippedRoute(v *routeView, d *declared, cfg *config, w world, zone func(hos
 			gw := routeRefNamespace(ref, v.meta.Namespace) + "/" + string(ref.Name)
 			if accepted, _ := routeParentConditions(v, ref); !accepted {
 				reported := slices.ContainsFunc(v.parents, func(p gatewayv1.RouteParentStatus) bool { return routeSameParent(&p.ParentRef, ref, v.meta.Namespace) })
-				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("parent Gateway %s has not accepted it (no Accepted=True at generation %d in status.parents)", gw, v.meta.Generation), pending: !reported})
+				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("parent Gateway %s has not accepted it (no Accepted=True at generation %d in status.parents)", gw, v.meta.Generation), lintOnly: !reported})
 				continue
 			}
 			g := w.gateway(routeRefNamespace(ref, v.meta.Namespace), string(ref.Name))
@@ -219,8 +220,8 @@ func (c *cluster) reportSkipped(kind string, obj any, d *declared) {
 	}
 	o := &object.Object{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}
 	for _, n := range notes {
-		if n.zone && d != nil || n.pending {
-			continue // its other hosts are served here: those outside are another server's; or not yet looked at
+		if n.zone && d != nil || n.lintOnly {
+			continue // its other hosts are served here: those outside are another server's
 		}
 		c.b.report(o, EventNameSkipped, n.msg+"; not served")
 	}
