@@ -7,12 +7,23 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
+	golog "log"
+	"os"
 
 	"github.com/coredns/coredns/core/dnsserver"
 	_ "github.com/coredns/coredns/core/plugin" // every stock plugin
 	"github.com/coredns/coredns/coremain"
 
 	"github.com/fleetdns/fleetdns/internal/version" // coredns_fleetdns_build_info
+	"github.com/fleetdns/fleetdns/plugin/k8scrd"
+)
+
+// lint is -lint DIR: check the manifests under DIR against the k8scrd
+// blocks of -conf, print what would be served, and exit (plugin/k8scrd's README).
+var (
+	lint     = flag.String("lint", "", "Check the manifests under this folder against the k8scrd blocks of -conf, print what would and would not be served, and exit (0 all served, 1 something not, 2 a bad file or Corefile)")
+	lintJSON = flag.Bool("json", false, "With -lint: print JSON Lines")
 )
 
 func init() {
@@ -28,6 +39,16 @@ func main() {
 	flag.Parse()
 	if f := flag.Lookup("version"); f != nil && f.Value.String() == "true" {
 		fmt.Print(version.String())
+	}
+	if *lint != "" {
+		conf := flag.Lookup("conf").Value.String()
+		if conf == "" {
+			conf = "Corefile"
+		}
+		// The lint's lines are its output; the plugins' log lines of the
+		// same findings would only repeat them.
+		golog.SetOutput(io.Discard)
+		os.Exit(k8scrd.Lint(os.Stdout, *lint, conf, *lintJSON))
 	}
 	coremain.Run()
 }

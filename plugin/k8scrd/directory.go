@@ -309,9 +309,11 @@ func parseFile(path string, raw []byte, mtime time.Time, cfg *config) (*parsedFi
 		seen  = map[string]int{}
 	)
 	fail := func(line int, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
 		if first == nil {
-			first = fmt.Errorf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
+			first = fmt.Errorf("%s:%d: %s", path, line, msg)
 		}
+		p.problems = append(p.problems, fileProblem{line: line, msg: msg})
 	}
 	for _, doc := range splitDocuments(raw) {
 		for _, it := range documentItems(doc, cfg, fail) {
@@ -319,6 +321,8 @@ func parseFile(path string, raw []byte, mtime time.Time, cfg *config) (*parsedFi
 			switch {
 			case !known:
 				fail(doc.line, "kind %q is not one the directory reads (%s)", it.Kind, acceptedKinds)
+				p.problems[len(p.problems)-1].kind = it.Kind
+				p.problems[len(p.problems)-1].unknownKind = true
 				continue
 			case !read:
 				continue // known, and no kind served needs it

@@ -116,6 +116,18 @@ type parsedFile struct {
 	slices   []fileSlice
 	classes  []*networkingv1.IngressClass
 	gateways []*gatewayv1.Gateway
+	// problems are every document that was left out, in file order (the
+	// lint reports them all; the feed logs the first).
+	problems []fileProblem
+}
+
+// fileProblem is a document of a manifest file left out: one that does not
+// parse, or (unknownKind) of a kind the directory never reads.
+type fileProblem struct {
+	line        int
+	msg         string
+	kind        string
+	unknownKind bool
 }
 
 // addKind decodes one document (or List item) of a kind other than

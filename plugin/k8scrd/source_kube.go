@@ -611,6 +611,7 @@ func (c *cluster) sync(key string) {
 		var refs []gatewayv1.ParentReference
 		d, refs = derive(kind, obj, c.cfg, c)
 		parents = routeParents(ns, refs)
+		c.reportSkipped(kind, obj, d) // lint_reasons.go
 	}
 	if d == nil {
 		c.use(key, parents)

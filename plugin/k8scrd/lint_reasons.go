@@ -1,0 +1,236 @@
+package k8scrd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Why a name an object declares is not served: one vocabulary for the
+// Events on the object (the API feed) and for `coredns -lint` (lint.go),
+// so that the lint prints before an apply what the object says after it.
+const (
+	// EventNameRefused: tenancy refused the name (tenancy.go).
+	EventNameRefused = "NameRefused"
+	// EventInvalidEndpoint: an endpoint that does not parse, or an RRset
+	// that fits in no DNS message.
+	EventInvalidEndpoint = "InvalidEndpoint"
+	// EventNameSkipped: a name the object names but that the derivation
+	// or the block does not take: another class, a parent that has not
+	// accepted it, outside the zones, an annotation k8scrd does not read,
+	// a namespace or labels the block does not read.
+	EventNameSkipped = "NameSkipped"
+	// EventReferenceRefused: a Gslb names an object it may not use.
+	EventReferenceRefused = "ReferenceRefused"
+)
+
+// annotationK8sGateway is k8s_gateway's hostname annotation (a comma list).
+// Where k8scrd does not take its hosts, they are said skipped, not dropped silently.
+const annotationK8sGateway = "coredns.io/hostname"
+
+// skipNote is one reason a derived object, or one of its names, is not
+// served; name is "" when the reason is the object's as a whole.
+type skipNote struct {
+	name string
+	msg  string
+	zone bool // outside the zones: said on the object only when it declares nothing here
+	// lintOnly: said by the lint, not as an Event: a route its parent has
+	// not looked at yet (an Event would race the controller), a
+	// LoadBalancer Service without a hostname (most are not meant for DNS).
+	lintOnly bool
+}
+
+// skippedNames explains what of a derived object (an Ingress, a Service, a
+// route) the derivation did not take, given what it declared (d, nil for
+// nothing): the names it names that are not among d's hosts, and why. It
+// reads the object as the derivations do and decides nothing: the
+// derivation's answer stands, this only says why.
+func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []skipNote {
+	var notes []skipNote
+	took := func(name string) bool {
+		if d == nil {
+			return false
+		}
+		return slices.ContainsFunc(d.hosts, func(h declaredHost) bool { return h.name == name })
+	}
+	// zone notes a host outside the zones; in reports whether it is inside.
+	zone := func(host, from string) (name string, in bool) {
+		host = strings.TrimSpace(host)
+		if host == "" || host == "." {
+			return "", false
+		}
+		name = strings.ToLower(strings.TrimSuffix(host, ".") + ".")
+		if _, ok := lbHostInZones(host, cfg.zones); !ok {
+			notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.zones, " ")), zone: true})
+			return name, false
+		}
+		return name, true
+	}
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		if len(cfg.ingressClasses) > 0 {
+			if c := ingressClass(o, w.defaultIngressClass()); !slices.Contains(cfg.ingressClasses, c) {
+				what := fmt.Sprintf("IngressClass %q", c)
+				if c == "" {
+					what = "no IngressClass (no ingressClassName, no " + annotationIngressClass + " annotation, no default class)"
+				}
+				return append(notes, skipNote{name: "", msg: fmt.Sprintf("%s is not one ingress_class serves (%s)", what, strings.Join(cfg.ingressClasses, " "))})
+			}
+		}
+		for _, r := range o.Spec.Rules {
+			zone(r.Host, "rule host")
+		}
+		for _, t := range o.Spec.TLS {
+			for _, h := range t.Hosts {
+				if name, in := zone(h, "tls host"); in && !took(name) && o.Spec.DefaultBackend == nil {
+					notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s is only in spec.tls, and without a default backend nothing routes it", name)})
+				}
+			}
+		}
+	case *corev1.Service:
+		_, k8sgw := o.Annotations[annotationK8sGateway]
+		hosts, annotated := o.Annotations[annotationHostname]
+		switch {
+		case o.Spec.Type != corev1.ServiceTypeLoadBalancer:
+			if annotated || k8sgw {
+				return append(notes, skipNote{name: "", msg: fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", o.Spec.Type)})
+			}
+			return nil // a ClusterIP Service names no host: nothing to say
+		case !annotated && !k8sgw && d == nil:
+			return append(notes, skipNote{name: "", msg: "a LoadBalancer Service without the " + annotationHostname + " annotation declares no name", lintOnly: true})
+		}
+		for h := range strings.SplitSeq(hosts, ",") {
+			zone(h, annotationHostname)
+		}
+	case *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute, *gatewayv1.TLSRoute:
+		notes = append(notes, skippedRoute(routeOf(kind, obj), d, cfg, w, zone, took)...)
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		if v, ok := m.GetAnnotations()[annotationK8sGateway]; ok {
+			for h := range strings.SplitSeq(v, ",") {
+				if name, in := zone(h, annotationK8sGateway); in && !took(name) {
+					notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s: annotation %s is k8s_gateway's, and this block does not read it", name, annotationK8sGateway)})
+				}
+			}
+		}
+	}
+	return notes
+}
+
+// routeOf is the view of a route that the derivation reads.
+func routeOf(kind string, obj any) *routeView {
+	switch r := obj.(type) {
+	case *gatewayv1.HTTPRoute:
+		return &routeView{kind: kind, meta: &r.ObjectMeta, hostnames: r.Spec.Hostnames, parentRefs: r.Spec.ParentRefs, parents: r.Status.Parents, protocols: routeHTTPProtocols}
+	case *gatewayv1.GRPCRoute:
+		return &routeView{kind: kind, meta: &r.ObjectMeta, hostnames: r.Spec.Hostnames, parentRefs: r.Spec.ParentRefs, parents: r.Status.Parents, protocols: routeHTTPProtocols}
+	case *gatewayv1.TLSRoute:
+		return &routeView{kind: kind, meta: &r.ObjectMeta, hostnames: r.Spec.Hostnames, parentRefs: r.Spec.ParentRefs, parents: r.Status.Parents, protocols: routeTLSProtocols}
+	}
+	return nil
+}
+
+// skippedRoute explains a route: why no parent counts (d nil), and which
+// of its hostnames no listener of a counting parent took.
+func skippedRoute(v *routeView, d *declared, cfg *config, w world, zone func(host, from string) (string, bool), took func(string) bool) []skipNote {
+	if v == nil {
+		return nil
+	}
+	var notes []skipNote
+	if d == nil {
+		for i := range v.parentRefs {
+			ref := &v.parentRefs[i]
+			if !routeRefIsGateway(ref) {
+				continue
+			}
+			gw := routeRefNamespace(ref, v.meta.Namespace) + "/" + string(ref.Name)
+			if accepted, _ := routeParentConditions(v, ref); !accepted {
+				reported := slices.ContainsFunc(v.parents, func(p gatewayv1.RouteParentStatus) bool { return routeSameParent(&p.ParentRef, ref, v.meta.Namespace) })
+				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("parent Gateway %s has not accepted it (no Accepted=True at generation %d in status.parents)", gw, v.meta.Generation), lintOnly: !reported})
+				continue
+			}
+			g := w.gateway(routeRefNamespace(ref, v.meta.Namespace), string(ref.Name))
+			if g == nil {
+				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("parent Gateway %s is not there (or not in a namespace this block reads)", gw)})
+				continue
+			}
+			if len(cfg.gatewayClasses) > 0 && !slices.Contains(cfg.gatewayClasses, string(g.Spec.GatewayClassName)) {
+				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("parent Gateway %s is of GatewayClass %q, not one gateway_class serves (%s)", gw, g.Spec.GatewayClassName, strings.Join(cfg.gatewayClasses, " "))})
+			}
+		}
+		if len(notes) == 0 {
+			notes = append(notes, skipNote{name: "", msg: "no parentRef names a Gateway that accepted it"})
+		}
+	}
+	for _, h := range v.hostnames {
+		if name, in := zone(string(h), "hostname"); in && d != nil && !took(name) {
+			notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s is taken by no listener of the Gateways that accepted the route", name)})
+		}
+	}
+	return notes
+}
+
+// zoneSkipped explains the endpoints of a DNSEndpoint outside the zones,
+// for an Event: only when none of its names is inside them (an object this
+// block serves nothing of). A DNSEndpoint that also names other servers'
+// zones is normal; one that names none of ours is most likely a mistake.
+func zoneSkipped(o *object.Object, bad []object.Invalid, zones []string) string {
+	if len(o.Endpoints) > 0 {
+		return ""
+	}
+	var msgs []string
+	for _, b := range bad {
+		if b.Reason == object.ReasonZone {
+			msgs = append(msgs, b.Msg)
+		}
+	}
+	if len(msgs) == 0 {
+		return ""
+	}
+	const most = 5 // an Event's message stays short
+	more := ""
+	if len(msgs) > most {
+		more = fmt.Sprintf(" (and %d more)", len(msgs)-most)
+		msgs = msgs[:most]
+	}
+	return fmt.Sprintf("none of its names is inside the zones %s: %s%s; not served", strings.Join(zones, " "), strings.Join(msgs, "; "), more)
+}
+
+// reportSkipped reports on a derived object, as Events, what of it the
+// derivation did not take and why (skippedNames): the API feed's side of
+// what the lint prints. The eventer bounds them (per object, per namespace,
+// de-duplicated), as it bounds refusals.
+func (c *cluster) reportSkipped(kind string, obj any, d *declared) {
+	if isGslbKind(kind) {
+		return
+	}
+	notes := skippedNames(kind, obj, d, c.cfg, c)
+	if len(notes) == 0 {
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	o := &object.Object{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}
+	for _, n := range notes {
+		if n.zone && d != nil || n.lintOnly {
+			continue // its other hosts are served here: those outside are another server's
+		}
+		c.b.report(o, EventNameSkipped, n.msg+"; not served")
+	}
+}
+
+// reportZoneSkipped reports on a DNSEndpoint none of whose names is inside
+// the zones (zoneSkipped) that it serves nothing here.
+func (k *kubernetes) reportZoneSkipped(o *object.Object, bad []object.Invalid) {
+	if msg := zoneSkipped(o, bad, k.cfg.zones); msg != "" {
+		k.events.Report(objectRef(o), EventNameSkipped, msg)
+	}
+}

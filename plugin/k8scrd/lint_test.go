@@ -1,0 +1,239 @@
+package k8scrd
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	"sigs.k8s.io/external-dns/endpoint"
+)
+
+// lintRun writes the Corefile and the files into a new folder, lints and
+// returns the exit code and the output.
+func lintRun(t *testing.T, corefile string, files map[string]string) (int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cf := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(cf, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := filepath.Join(dir, "m")
+	for name, text := range files {
+		p := filepath.Join(m, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	code := Lint(&out, m, cf, false)
+	return code, strings.ReplaceAll(out.String(), m+string(filepath.Separator), "")
+}
+
+func wantLines(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(out, l+"\n") {
+			t.Errorf("output lacks the line %q:\n%s", l, out)
+		}
+	}
+}
+
+const lintCorefile = `example.org:1053 {
+    k8scrd {
+        kubeconfig /nonexistent
+        namespaces team-a team-b
+        tenancy strict
+        resources DNSEndpoint Ingress Service HTTPRoute
+        ingress_class nginx
+    }
+}
+`
+
+const lintObjects = `apiVersion: externaldns.k8s.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: a, namespace: team-a, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  endpoints:
+  - {dnsName: www.example.org, recordType: A, targets: ["192.0.2.1"]}
+  - {dnsName: www.other.org, recordType: A, targets: ["192.0.2.1"]}
+  - {dnsName: x.example.org, recordType: HINFO, targets: ["a b"]}
+---
+apiVersion: externaldns.k8s.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: b, namespace: team-b, creationTimestamp: "2024-02-01T00:00:00Z"}
+spec:
+  endpoints:
+  - {dnsName: www.example.org, recordType: A, targets: ["192.0.2.2"]}
+  - {dnsName: b.example.org, recordType: A, targets: ["192.0.2.2"]}
+---
+apiVersion: externaldns.k8s.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: c, namespace: kube-system}
+spec:
+  endpoints:
+  - {dnsName: c.example.org, recordType: A, targets: ["192.0.2.3"]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: team-a}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: i, namespace: team-a, annotations: {kubernetes.io/ingress.class: traefik}}
+spec:
+  rules: [{host: i.example.org}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s, namespace: team-a, annotations: {coredns.io/hostname: s.example.org}}
+spec: {type: LoadBalancer}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.9}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: quiet, namespace: team-a}
+spec: {type: ClusterIP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: team-b, generation: 2}
+spec:
+  hostnames: [r.example.org]
+  parentRefs: [{name: gw}]
+`
+
+// TestLintSaysWhatIsNotServedAndWhy: tenancy, zone, type, namespace,
+// class, a foreign annotation and an unaccepted route each give a line with
+// the reason the Event on the object would carry, and exit 1.
+func TestLintSaysWhatIsNotServedAndWhy(t *testing.T) {
+	code, out := lintRun(t, lintCorefile, map[string]string{"a.yaml": lintObjects})
+	if code != LintNotServed {
+		t.Errorf("exit %d, want %d:\n%s", code, LintNotServed, out)
+	}
+	wantLines(t, out,
+		`a.yaml:1: DNSEndpoint team-a/a: serves www.example.org. A`,
+		`a.yaml:1: DNSEndpoint team-a/a: NameSkipped: endpoint 1 (www.other.org A): name "www.other.org." is outside zones [example.org.]`,
+		`a.yaml:1: DNSEndpoint team-a/a: InvalidEndpoint: endpoint 2 (x.example.org HINFO): record type "HINFO" is not served`,
+		`a.yaml:10: DNSEndpoint team-b/b: serves b.example.org. A`,
+		`a.yaml:10: DNSEndpoint team-b/b: NameRefused: www.example.org. belongs to namespace "team-a", whose object published it first`,
+		`a.yaml:18: DNSEndpoint kube-system/c: serves nothing`,
+		`a.yaml:18: DNSEndpoint kube-system/c: NameSkipped: namespace "kube-system" is not one this block reads (namespaces team-a team-b)`,
+		`a.yaml:29: Ingress team-a/i: NameSkipped: IngressClass "traefik" is not one ingress_class serves (nginx)`,
+		`a.yaml:35: Service team-a/s: NameSkipped: s.example.org.: annotation coredns.io/hostname is k8s_gateway's, and this block does not read it`,
+		`a.yaml:46: HTTPRoute team-b/r: NameSkipped: parent Gateway team-b/gw has not accepted it (no Accepted=True at generation 2 in status.parents)`,
+		`6 objects, 2 names served in example.org.`,
+	)
+	if strings.Contains(out, "quiet") || strings.Contains(out, "Deployment") {
+		t.Errorf("a ClusterIP Service and a Deployment name nothing, yet are listed:\n%s", out)
+	}
+}
+
+// TestLintAllServedExitsZero: a folder whose every name is served.
+func TestLintAllServedExitsZero(t *testing.T) {
+	code, out := lintRun(t, "example.org {\n k8scrd\n}\n", map[string]string{"sub/x.json": `{"apiVersion": "externaldns.k8s.io/v1alpha1", "kind": "DNSEndpoint",
+ "metadata": {"name": "x"}, "spec": {"endpoints": [{"dnsName": "x.example.org", "recordType": "AAAA", "targets": ["2001:db8::1"]},
+ {"dnsName": "x.example.org", "recordType": "TXT", "targets": ["hello"]}]}}`})
+	if code != LintServed {
+		t.Errorf("exit %d, want %d:\n%s", code, LintServed, out)
+	}
+	wantLines(t, out, `sub/x.json:1: DNSEndpoint default/x: serves x.example.org. AAAA TXT`)
+}
+
+// TestLintNamesTheLineThatDoesNotParse: exit 2, the file and line named,
+// and the other files still linted.
+func TestLintNamesTheLineThatDoesNotParse(t *testing.T) {
+	code, out := lintRun(t, "example.org {\n k8scrd\n}\n", map[string]string{
+		"broken.yaml": "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: x\n  labels: [unclosed\n",
+		"good.yaml":   "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: good}\nspec: {endpoints: [{dnsName: y.example.org, recordType: A, targets: [192.0.2.1]}]}\n",
+	})
+	if code != LintBad {
+		t.Errorf("exit %d, want %d:\n%s", code, LintBad, out)
+	}
+	if !strings.Contains(out, "broken.yaml:5: ") {
+		t.Errorf("the error does not name broken.yaml:5:\n%s", out)
+	}
+	wantLines(t, out, `good.yaml:1: DNSEndpoint default/good: serves y.example.org. A`)
+}
+
+// TestLintBadCorefileExitsTwo: the Corefile's error names its line, as the
+// server's start-up would.
+func TestLintBadCorefileExitsTwo(t *testing.T) {
+	for _, c := range []struct{ name, corefile, want string }{
+		{"unknown word", "example.org {\n k8scrd {\n  tenancy loose\n }\n}\n", `Corefile:3 - Error during parsing: tenancy "loose": want shared or strict`},
+		{"no k8scrd", "example.org {\n whoami\n}\n", "no k8scrd block"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out := lintRun(t, c.corefile, nil)
+			if code != LintBad || !strings.Contains(out, c.want) {
+				t.Errorf("exit %d, want %d with %q:\n%s", code, LintBad, c.want, out)
+			}
+		})
+	}
+}
+
+// TestZoneSkippedOnlyWhenNothingIsInside: a DNSEndpoint that also names
+// other servers' zones is normal; one that names none of ours gets one
+// Event, its message capped.
+func TestZoneSkippedOnlyWhenNothingIsInside(t *testing.T) {
+	zones := []string{"example.org."}
+	var eps []*endpoint.Endpoint
+	for i := range 7 {
+		eps = append(eps, &endpoint.Endpoint{DNSName: fmt.Sprintf("h%d.example.net", i), RecordType: "A", Targets: []string{"192.0.2.1"}})
+	}
+	o, bad := object.New(object.Meta{Key: "ns/x", Namespace: "ns", Name: "x"}, eps, zones, 30)
+	msg := zoneSkipped(o, bad, zones)
+	if !strings.HasPrefix(msg, "none of its names is inside the zones example.org.: endpoint 0 (h0.example.net A)") || !strings.HasSuffix(msg, " (and 2 more); not served") {
+		t.Errorf("zoneSkipped: %q", msg)
+	}
+	eps = append(eps, &endpoint.Endpoint{DNSName: "in.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}})
+	o, bad = object.New(object.Meta{Key: "ns/x", Namespace: "ns", Name: "x"}, eps, zones, 30)
+	if msg := zoneSkipped(o, bad, zones); msg != "" {
+		t.Errorf("an object with a name inside the zones: %q, want nothing reported", msg)
+	}
+}
+
+// TestLintOutputIsStable: the builder merges in map order; the lint's lines
+// come out the same every run, each once.
+func TestLintOutputIsStable(t *testing.T) {
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, "---\napiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: o%d, namespace: team-%c, creationTimestamp: \"2024-01-%02dT00:00:00Z\"}\nspec:\n  endpoints:\n", i, 'a'+rune(i%2), i+1)
+		for j := range 10 {
+			fmt.Fprintf(&b, "  - {dnsName: h%d.example.org, recordType: A, targets: [192.0.2.%d]}\n", j, i)
+		}
+	}
+	files := map[string]string{"many.yaml": b.String()}
+	_, first := lintRun(t, lintCorefile, files)
+	for range 5 {
+		if _, again := lintRun(t, lintCorefile, files); again != first {
+			t.Fatalf("two runs differ:\n%s\n---\n%s", first, again)
+		}
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(first, "\n") {
+		if seen[l] && l != "" {
+			t.Errorf("line twice: %q", l)
+		}
+		seen[l] = true
+	}
+	if !strings.Contains(first, `many.yaml:18: DNSEndpoint team-b/o1: NameRefused: h0.example.org. belongs to namespace "team-a", whose object published it first`) {
+		t.Errorf("no refusal of team-b's o1:\n%s", first)
+	}
+}
+
+// TestLintExpandsACIDRKey: a server block key 10.0.0.0/23 is the reverse
+// zones the server serves, not only the first.
+func TestLintExpandsACIDRKey(t *testing.T) {
+	code, out := lintRun(t, "10.0.0.0/23:1053 {\n k8scrd\n}\n", map[string]string{"ptr.yaml": "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: ptr}\nspec: {endpoints: [{dnsName: 5.1.0.10.in-addr.arpa, recordType: PTR, targets: [host.example.org]}]}\n"})
+	if code != LintServed {
+		t.Errorf("exit %d, want %d:\n%s", code, LintServed, out)
+	}
+	wantLines(t, out, "ptr.yaml:1: DNSEndpoint default/ptr: serves 5.1.0.10.in-addr.arpa. PTR", "1 objects, 1 names served in 0.0.10.in-addr.arpa. 1.0.10.in-addr.arpa.")
+}
