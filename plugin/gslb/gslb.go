@@ -54,6 +54,7 @@ type GSLB struct {
 	maxPeers   int                 // peers taken from the parent
 	disc       *discovery
 	ns         *nsPattern
+	wit        *witnessConfig // never nil; off with `witness off`
 
 	// The fleet protocol (fleet.go): nil fl is a gslb without it.
 	fl        *fleetConfig
@@ -113,6 +114,7 @@ func New(zone string) *GSLB {
 		static:     map[string][]string{},
 		maxTargets: defaultMaxTargets,
 		maxPeers:   defaultMaxPeers,
+		wit:        &witnessConfig{},
 		now:        time.Now,
 	}
 	g.peers.Store(&peerSet{byTag: map[string]*peer{}})
@@ -138,6 +140,9 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	}
 	if g.isFleetName(qname) {
 		return g.serveFleet(ctx, w, r)
+	}
+	if g.isPeersName(qname) {
+		return g.servePeers(state)
 	}
 	qtype := state.QType()
 	switch qtype {
