@@ -350,7 +350,12 @@ func (g *GSLB) peersAllowed(w dns.ResponseWriter, r *dns.Msg) bool {
 func (g *GSLB) servePeers(state request.Request) (int, error) {
 	w, r := state.W, state.Req
 	if g.wit.off || !g.peersAllowed(w, r) {
-		return dns.RcodeRefused, nil
+		m := new(dns.Msg)
+		m.SetRcode(r, dns.RcodeRefused)
+		state.SizeAndDo(m)
+		w.WriteMsg(m)
+		// Written here: a REFUSED return would make the server write again.
+		return dns.RcodeSuccess, nil
 	}
 	m := new(dns.Msg)
 	m.SetReply(r)
