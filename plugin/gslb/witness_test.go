@@ -160,8 +160,9 @@ func TestWitnessTieIsNoMajority(t *testing.T) {
 }
 
 func TestWitnessWithoutAnswersIsTheThreshold(t *testing.T) {
-	za := startPeer(t, map[string][]string{}) // NXDOMAIN
-	ap := startWitnessPeer(t, map[string][]string{}, "peer=us state=up age=0s") // knows nothing of eu
+	// za answers NXDOMAIN, ap knows nothing of eu.
+	za := startPeer(t, map[string][]string{})
+	ap := startWitnessPeer(t, map[string][]string{}, "peer=us state=up age=0s")
 	g, eu := witnessFleet(t, "", map[string]string{"za": za.addr, "ap": ap.addr})
 	eu.setMode("silent")
 	start := time.Now()
