@@ -76,7 +76,8 @@ type peer struct {
 
 	// verdict is the last witness round's about this peer while it is
 	// silent (witness.go).
-	verdict atomic.Pointer[verdict]
+	verdict    atomic.Pointer[verdict]
+	witnessing atomic.Bool // observe is asking the others about it
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -255,6 +256,15 @@ func (p *peer) probe() error {
 // observe moves the peer between states after an answer (err == nil) or a
 // failure. A change is logged once.
 func (p *peer) observe(err error) {
+	if err != nil && p.unwitnessed() && p.witnessing.CompareAndSwap(false, true) {
+		// The peer would go down without a word from the others (its
+		// first failure came past split_brain_threshold, as a fleet SOA
+		// check that times out can): ask them now, before it does. This
+		// runs on the peer's loop; a client whose query missed the
+		// cache waits no longer than timeout all the same (collect).
+		p.g.witness(p.g.loopCtx(), []*peer{p})
+		p.witnessing.Store(false)
+	}
 	now := p.g.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()

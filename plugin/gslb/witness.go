@@ -150,6 +150,40 @@ func (p *peer) witnessed(now time.Time) bool {
 	return false
 }
 
+// unwitnessed reports whether p, answering until now or stale, would go
+// down at its next failure with no recent verdict of the witness: its last
+// answer is past split_brain_threshold and within the ceiling.
+func (p *peer) unwitnessed() bool {
+	g := p.g
+	if g.wit.off {
+		return false
+	}
+	switch state(p.st.Load()) {
+	case stateUp, stateStale, statePartitioned:
+	default:
+		return false
+	}
+	now := g.now()
+	last := p.lastOK.Load()
+	if last == 0 {
+		return false
+	}
+	age := now.Sub(time.Unix(0, last))
+	if age <= g.splitBrain || age > g.wit.ceiling {
+		return false
+	}
+	v := p.verdict.Load()
+	return v == nil || now.Sub(v.at) > g.wit.valid
+}
+
+// loopCtx is the context of the background loops (Background before start).
+func (g *GSLB) loopCtx() context.Context {
+	if g.ctx == nil {
+		return context.Background()
+	}
+	return g.ctx
+}
+
 // settle moves a silent peer to the state its age and the last verdict
 // give (stale, partitioned, down), logged once per change. A peer that
 // answers meanwhile is left to observe.
@@ -180,17 +214,26 @@ func (g *GSLB) runWitness(ctx context.Context) {
 func (g *GSLB) witnessRound(ctx context.Context) {
 	now := g.now()
 	ps := g.peers.Load().list
-	var silent, asked []*peer
+	var silent []*peer
 	for _, p := range ps {
-		switch {
-		case p.witnessed(now):
+		if p.witnessed(now) {
 			silent = append(silent, p)
-		case state(p.st.Load()) == stateUp:
-			asked = append(asked, p)
 		}
 	}
+	g.witness(ctx, silent)
+}
+
+// witness asks every peer that is up, other than the silent ones, for its
+// view, and gives each silent peer its verdict.
+func (g *GSLB) witness(ctx context.Context, silent []*peer) {
 	if len(silent) == 0 {
 		return
+	}
+	var asked []*peer
+	for _, p := range g.peers.Load().list {
+		if state(p.st.Load()) == stateUp && !slices.Contains(silent, p) {
+			asked = append(asked, p)
+		}
 	}
 	views := make([]map[string]peerReport, len(asked))
 	var wg sync.WaitGroup
