@@ -2,7 +2,6 @@ package gslb
 
 import (
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -29,16 +28,10 @@ type witnessPeer struct {
 
 func startWitnessPeer(t *testing.T, targets map[string][]string, lines ...string) *witnessPeer {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wp := &witnessPeer{fakePeer: &fakePeer{addr: pc.LocalAddr().String(), targets: targets, ttl: 30}, lines: lines}
-	started := make(chan struct{})
-	wp.srv = &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(wp.serve), NotifyStartedFunc: func() { close(started) }}
-	go wp.srv.ActivateAndServe()
-	<-started
-	t.Cleanup(func() { wp.srv.Shutdown() })
+	wp := &witnessPeer{lines: lines}
+	wp.fakePeer = startPeerWith(t, "127.0.0.1:0", targets, func(p *fakePeer) dns.HandlerFunc {
+		return func(w dns.ResponseWriter, r *dns.Msg) { wp.serve(p, w, r) }
+	})
 	return wp
 }
 
@@ -48,10 +41,10 @@ func (wp *witnessPeer) setLines(lines ...string) {
 	wp.lines = lines
 }
 
-func (wp *witnessPeer) serve(w dns.ResponseWriter, r *dns.Msg) {
+func (wp *witnessPeer) serve(p *fakePeer, w dns.ResponseWriter, r *dns.Msg) {
 	q := r.Question[0]
 	if !strings.EqualFold(q.Name, peersLabel+zone) {
-		wp.fakePeer.serve(w, r)
+		p.serve(w, r)
 		return
 	}
 	wp.asked.Store(q.Name, struct{}{})
