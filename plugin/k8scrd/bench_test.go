@@ -11,6 +11,7 @@ import (
 
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/coredns/coredns/request"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"sigs.k8s.io/external-dns/endpoint"
@@ -22,15 +23,12 @@ func benchPlugin(tb testing.TB, objects, perObject int) *K8sCRD {
 	cfg := newConfig()
 	cfg.zones = []string{"example.org."}
 	k := &K8sCRD{cfg: cfg, Zones: cfg.zones}
-	k.builder = newBuilder(cfg, &k.snap)
-	batch := map[string]change{}
+	k.builder = builder.New(cfg.buildConfig(), &k.snap)
 	for i := range objects {
-		o := benchObject(cfg, i, perObject, "10.0.0.1")
-		batch[o.Key] = change{key: o.Key, obj: o}
+		k.builder.Upsert(benchObject(cfg, i, perObject, "10.0.0.1"))
 	}
-	s := k.builder.apply(k.snap.Load(), batch)
-	s.Synced = true
-	k.snap.Store(s)
+	k.builder.Synced()
+	k.builder.Flush()
 	return k
 }
 
@@ -212,27 +210,6 @@ func BenchmarkStoreGC(b *testing.B) {
 			}
 			b.ReportMetric(float64(ms.HeapObjects)/float64(size), "objects/name")
 			runtime.KeepAlive(k)
-		})
-	}
-}
-
-// BenchmarkApplySmallChange measures one batch that changes one object of
-// one record, in stores of 10,000 and 100,000 records: the cost follows the
-// size of the change (and the shards it touches), not the size of the store.
-func BenchmarkApplySmallChange(b *testing.B) {
-	for _, size := range []struct{ objects, per int }{{100, 100}, {1000, 100}} {
-		b.Run(fmt.Sprintf("records=%d", size.objects*size.per), func(b *testing.B) {
-			k := benchPlugin(b, size.objects, size.per)
-			cfg := k.cfg
-			small := [2]*object.Object{benchObject(cfg, size.objects+1, 1, "10.0.0.1"), benchObject(cfg, size.objects+1, 1, "10.0.0.2")}
-			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				o := small[i%2]
-				i++
-				s := k.builder.apply(k.snap.Load(), map[string]change{o.Key: {key: o.Key, obj: o}})
-				k.snap.Store(s)
-			}
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/miekg/dns"
 )
 
@@ -156,15 +157,15 @@ func FuzzManifest(f *testing.F) {
 		cfg.zones = []string{"example.org.", "2.0.192.in-addr.arpa."}
 		docs, _ := parseManifests("fuzz.yaml", raw, time.Unix(1700000000, 0), cfg)
 		k := &K8sCRD{Zones: cfg.zones, cfg: cfg}
-		b := newBuilder(cfg, &k.snap)
+		b := builder.New(cfg.buildConfig(), &k.snap)
 		for _, d := range docs {
 			if d.obj == nil {
 				t.Fatal("document without object")
 			}
-			b.upsert(d.obj)
+			b.Upsert(d.obj)
 		}
-		b.synced()
-		b.flush()
+		b.Synced()
+		b.Flush()
 		k.Next = test.NextHandler(dns.RcodeRefused, nil)
 		for _, d := range docs {
 			for name := range d.obj.Names {
@@ -178,9 +179,9 @@ func FuzzManifest(f *testing.F) {
 		}
 		// Removing everything again leaves an empty, serving store.
 		for _, d := range docs {
-			b.remove(d.obj.Key)
+			b.Remove(d.obj.Key)
 		}
-		b.flush()
+		b.Flush()
 		m := new(dns.Msg)
 		m.SetQuestion("example.org.", dns.TypeSOA)
 		rec := dnstest.NewRecorder(&test.ResponseWriter{})

@@ -177,7 +177,7 @@ func (c *cluster) objects(kind, namespace string) []any {
 	var out []any
 	for _, o := range list {
 		if m, err := meta.Accessor(o); err == nil && m.GetNamespace() == namespace {
-			out = append(out, o)
+			out = append(out, derivable(o))
 		}
 	}
 	return out

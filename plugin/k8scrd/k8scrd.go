@@ -13,6 +13,7 @@ import (
 	"github.com/coredns/coredns/request"
 	"github.com/fleetdns/fleetdns/internal/dnsutil"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
@@ -23,12 +24,12 @@ type K8sCRD struct {
 	Zones []string
 	Fall  fall.F
 
-	notifier *notifier      // NOTIFY to secondaries, when transfer is in the block
-	subs     store.Notifier // the store's subscribers, told of every snapshot
+	notifier *builder.Notifier // NOTIFY to secondaries, when transfer is in the block
+	subs     store.Notifier    // the store's subscribers, told of every snapshot
 
 	cfg     *config
 	snap    atomic.Pointer[tree.Snapshot]
-	builder *builder
+	builder *builder.Builder
 	source  source
 	stop    chan struct{}
 	started atomic.Bool // OnStartup returned

@@ -175,8 +175,8 @@ func TestNotReadyUntilStartupReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Synced before start-up is done: the DNS listeners are not open yet.
-	k.builder.synced()
-	k.builder.flush()
+	k.builder.Synced()
+	k.builder.Flush()
 	if !k.snap.Load().Synced || k.Ready() {
 		t.Fatalf("synced %v, Ready %v: want synced and not yet ready", k.snap.Load().Synced, k.Ready())
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/external-dns/apis/v1alpha1"
 )
 
@@ -188,11 +187,7 @@ func TestKubernetesSourceListWatchUpdateDelete(t *testing.T) {
 
 func histogramCount(t *testing.T) uint64 {
 	t.Helper()
-	var m dto.Metric
-	if err := propagationDelay.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetHistogram().GetSampleCount()
+	return uint64(metricValue(t, "coredns_k8scrd_propagation_delay_seconds"))
 }
 
 func TestKubernetesForbiddenIsCountedAndServfail(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,7 +36,7 @@ type config struct {
 	labels     string
 	selector   labels.Selector // parsed labels, nil for everything
 	strict     bool
-	grants     grants // tenant lines: who may publish at or below which suffix
+	grants     builder.Grants // tenant lines: who may publish at or below which suffix
 	ttl        uint32
 	negTTL     uint32
 	mname      string
@@ -65,6 +66,15 @@ func (cfg *config) selects(ns string, l map[string]string) bool {
 	return cfg.selector == nil || cfg.selector.Matches(labels.Set(l))
 }
 
+// buildConfig is what the builder needs of the block.
+func (cfg *config) buildConfig() builder.Config {
+	return builder.Config{
+		Zones: cfg.zones, TTL: cfg.ttl, NegTTL: cfg.negTTL,
+		MName: cfg.mname, RName: cfg.rname, Refresh: cfg.refresh, Retry: cfg.retry, Expire: cfg.expire,
+		Strict: cfg.strict, Grants: cfg.grants, FileVersions: cfg.directory != "",
+	}
+}
+
 // serves reports whether kind is among the resources served.
 func (cfg *config) serves(kind string) bool { return slices.Contains(cfg.resources, kind) }
 
@@ -81,11 +91,11 @@ func setup(c *caddy.Controller) error {
 		// Tenancy guards literal localtargets- records under the prefix
 		// that the block's localtargets answers with.
 		if t := store.TargetsFromConfig(c); t != nil {
-			k.builder.prefix = strings.ToLower(t.Prefix())
+			k.builder.SetPrefix(strings.ToLower(t.Prefix()))
 		}
 		// With transfer in the block, secondaries are notified of changes.
 		if x, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok {
-			k.notifier = newNotifier(x, nil)
+			k.notifier = builder.NewNotifier(x, nil)
 		}
 		return k.start()
 	})
@@ -183,7 +193,7 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 					if plugin.Zones(k.Zones).Matches(suffix) == "" {
 						return nil, c.Errf("tenant %s: %s is outside the zones %v", ns, suffix, k.Zones)
 					}
-					if other := cfg.grants.add(ns, suffix); other != "" {
+					if other := cfg.grants.Add(ns, suffix); other != "" {
 						return nil, c.Errf("tenant %s %s: namespace %q is granted the same suffix; two equally specific grants cannot both hold it", ns, suffix, other)
 					}
 				}
@@ -275,11 +285,11 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 		}
 	}
 	cfg.zones = k.Zones
-	k.builder = newBuilder(cfg, &k.snap)
+	k.builder = builder.New(cfg.buildConfig(), &k.snap)
 	if cfg.directory != "" {
-		k.source = newDirectory(cfg, k.builder)
+		k.source = newDirectory(cfg, builderSink{k.builder})
 	} else {
-		k.source = newKubernetes(cfg, k.builder)
+		k.source = newKubernetes(cfg, builderSink{k.builder})
 	}
 	return k, nil
 }
@@ -297,14 +307,15 @@ type source interface {
 // start runs the builder and the source, then waits, bounded, for the first sync.
 func (k *K8sCRD) start() error {
 	k.stop = make(chan struct{})
+	var notify func(zones []string)
 	if k.notifier != nil {
-		k.builder.changed = k.notifier.changed
-		go k.notifier.run(k.stop)
+		notify = k.notifier.Changed
+		go k.notifier.Run(k.stop)
 	}
-	k.builder.published = k.subs.Publish
+	k.builder.OnChange(notify, k.subs.Publish)
 	changed, cancel := k.subs.Subscribe()
 	defer cancel()
-	go k.builder.run(k.stop)
+	go k.builder.Run(k.stop)
 	if err := k.source.start(); err != nil {
 		return plugin.Error("k8scrd", err)
 	}

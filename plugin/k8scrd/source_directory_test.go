@@ -70,7 +70,7 @@ endpoints:
 // directoryOnly parses a block on a folder holding files and reads it once,
 // with the builder not running: what the directory hands the builder stays
 // in its queue, for handed to take.
-func directoryOnly(t *testing.T, body string, files map[string]string) (*directory, *builder, string) {
+func directoryOnly(t *testing.T, body string, files map[string]string) (*directory, *recordingSink, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -82,22 +82,15 @@ func directoryOnly(t *testing.T, body string, files map[string]string) (*directo
 		t.Fatalf("parse: %v", err)
 	}
 	d := k.source.(*directory)
+	rec := &recordingSink{}
+	d.b = rec
 	d.rescan()
-	return d, k.builder, dir
+	return d, rec, dir
 }
 
 // handed takes what the directory handed the builder since the last call:
 // key -> object, nil for a removal.
-func handed(b *builder) map[string]*object.Object {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := map[string]*object.Object{}
-	for k, c := range b.pending {
-		out[k] = c.obj
-	}
-	clear(b.pending)
-	return out
-}
+func handed(b *recordingSink) map[string]*object.Object { return b.take() }
 
 // unready reports whether o holds endpoints at name and all of them are
 // marked unready (health withdraws them from localtargets and gslb).
@@ -128,9 +121,9 @@ func TestDirectoryIngressServedAndHealthFollowsTheSlice(t *testing.T) {
 	}
 
 	// The slice turns unready: the zone's own answer keeps the address.
-	swaps := k.builder.swaps.Load()
+	swaps := k.builder.Swaps()
 	write(t, filepath.Join(dir, "slice.yaml"), sliceYAML("shop-1", "shop", false))
-	testkit.Eventually(t, 5*time.Second, "the slice's change applied", func() bool { return k.builder.swaps.Load() > swaps })
+	testkit.Eventually(t, 5*time.Second, "the slice's change applied", func() bool { return k.builder.Swaps() > swaps })
 	if !hasA(k, t, "shop.example.org.", "192.0.2.10")() {
 		t.Error("unready Ingress host: the plain A answer must keep the status address")
 	}
@@ -245,9 +238,9 @@ func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 		t.Errorf("invalidEndpoints{reason=source} rose by %v, want 1", d)
 	}
 	// Derived again (another file changed): not logged again.
-	swaps := k.builder.swaps.Load()
+	swaps := k.builder.Swaps()
 	write(t, filepath.Join(dir, "slice.yaml"), sliceYAML("shop-1", "shop", false))
-	testkit.Eventually(t, 5*time.Second, "the slice's change applied", func() bool { return k.builder.swaps.Load() > swaps })
+	testkit.Eventually(t, 5*time.Second, "the slice's change applied", func() bool { return k.builder.Swaps() > swaps })
 
 	var lines []string
 	for _, l := range strings.Split(logs.String(), "\n") {

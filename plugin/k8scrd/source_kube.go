@@ -62,10 +62,12 @@ type cluster struct {
 	mu      sync.Mutex
 	synced  []cache.InformerSynced // every informer started so far
 	started map[string]bool        // kinds whose informers run
-	deps    map[string]map[string]struct{}
-	uses    map[string][]string // object key -> what its last derivation read
-	bad     map[string]string   // object key -> the problems last logged
-	gone    map[string]uint64   // object key -> its deletion's resourceVersion, until sync removes it
+	deps    *dependents            // what each object's last derivation read, and who read what
+	bad     map[string]string      // object key -> the problems last logged
+	gone    map[string]uint64      // object key -> its deletion's resourceVersion, until sync removes it
+	// sliceIdx holds the EndpointSlices by their Service (sliceHandler):
+	// an informer index would cost a set per Service.
+	sliceIdx map[serviceRef][]*readySlice
 
 	// The Gslb source (source_gslb.go): what was last logged of each Gslb,
 	// and the owners of k8gb's DNSEndpoints (nil without resources Gslb).
@@ -126,7 +128,7 @@ func (w *watched) get(ns, name string) any {
 	if !ok {
 		return nil
 	}
-	return o
+	return derivable(o)
 }
 
 func (w *watched) list() []any {
@@ -161,14 +163,14 @@ func newCluster(cfg *config, b sink, rc *rest.Config) (*cluster, error) {
 	}
 	c := &cluster{
 		cfg: cfg, b: b, cs: cs, gw: gw, dyn: dyn,
-		queue:   workqueue.NewTyped[string](),
-		kinds:   map[string]*watched{},
-		drained: make(chan struct{}),
-		started: map[string]bool{},
-		deps:    map[string]map[string]struct{}{},
-		uses:    map[string][]string{},
-		bad:     map[string]string{},
-		gone:    map[string]uint64{},
+		queue:    workqueue.NewTyped[string](),
+		kinds:    map[string]*watched{},
+		drained:  make(chan struct{}),
+		started:  map[string]bool{},
+		deps:     newDependents(),
+		sliceIdx: map[serviceRef][]*readySlice{},
+		bad:      map[string]string{},
+		gone:     map[string]uint64{},
 	}
 	c.res = resolve.New(cfg.resolvers, resolveFloor, resolveCeiling, resolveMaxNames, func(keys []string) {
 		for _, k := range keys {
@@ -199,13 +201,7 @@ func (c *cluster) start(ctx context.Context, wg *sync.WaitGroup) (hasSynced cach
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	slicesIndexers := cache.Indexers{"service": func(obj any) ([]string, error) {
-		if s, ok := obj.(*readySlice); ok && s.service != "" {
-			return []string{s.Namespace + "/" + s.service}, nil
-		}
-		return nil, nil
-	}}
-	c.slices, err = c.watch("", "endpointslices", c.cs.DiscoveryV1().RESTClient(), &discoveryv1.EndpointSlice{}, namespaces, "", slicesIndexers, c.sliceHandler())
+	c.slices, err = c.watch("", "endpointslices", c.cs.DiscoveryV1().RESTClient(), &discoveryv1.EndpointSlice{}, namespaces, "", nil, c.sliceHandler())
 	if err != nil {
 		return nil, err
 	}
@@ -502,30 +498,66 @@ func (c *cluster) dependencyHandler(prefix string) cache.ResourceEventHandler {
 	return metaHandler(func(m metav1.Object) { c.touch(prefix + m.GetNamespace() + "/" + m.GetName()) }, nil)
 }
 
-// sliceHandler queues the objects backed by a Service whose readiness may have changed.
+// serviceRef names a Service: the EndpointSlices' index key.
+type serviceRef struct{ namespace, name string }
+
+// sliceHandler indexes the EndpointSlices by their Service and queues the
+// objects backed by a Service whose readiness may have changed.
 func (c *cluster) sliceHandler() cache.ResourceEventHandler {
-	touch := func(obj any) {
+	slice := func(obj any) *readySlice {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		if s, ok := obj.(*readySlice); ok && s.service != "" {
-			c.touch(depService + s.Namespace + "/" + s.service)
+		s, _ := obj.(*readySlice)
+		return s
+	}
+	touch := func(s *readySlice) {
+		if s != nil && s.service != "" {
+			c.touch(depService + s.namespace + "/" + s.service)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: touch,
+		AddFunc: func(obj any) {
+			s := slice(obj)
+			c.indexSlice(nil, s)
+			touch(s)
+		},
 		UpdateFunc: func(old, obj any) {
-			o, ok1 := old.(*readySlice)
-			n, ok2 := obj.(*readySlice)
-			if ok1 && ok2 && o.ready == n.ready && o.service == n.service {
+			o, n := slice(old), slice(obj)
+			c.indexSlice(o, n)
+			if o != nil && n != nil && o.ready == n.ready && o.service == n.service {
 				return // endpoints changed, readiness did not
 			}
-			if ok1 && ok2 && o.service != n.service {
-				touch(old)
+			if o != nil && n != nil && o.service != n.service {
+				touch(o)
 			}
-			touch(obj)
+			touch(n)
 		},
-		DeleteFunc: touch,
+		DeleteFunc: func(obj any) {
+			s := slice(obj)
+			c.indexSlice(s, nil)
+			touch(s)
+		},
+	}
+}
+
+// indexSlice replaces old by s in the slices' index (either may be nil).
+func (c *cluster) indexSlice(old, s *readySlice) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old != nil && old.service != "" {
+		ref := serviceRef{old.namespace, old.service}
+		list := slices.DeleteFunc(c.sliceIdx[ref], func(x *readySlice) bool { return x.name == old.name })
+		if len(list) == 0 {
+			delete(c.sliceIdx, ref)
+		} else {
+			c.sliceIdx[ref] = list
+		}
+	}
+	if s != nil && s.service != "" {
+		ref := serviceRef{s.namespace, s.service}
+		list := slices.DeleteFunc(c.sliceIdx[ref], func(x *readySlice) bool { return x.name == s.name })
+		c.sliceIdx[ref] = append(list, s)
 	}
 }
 
@@ -537,10 +569,7 @@ func (c *cluster) classHandler() cache.ResourceEventHandler {
 
 func (c *cluster) touch(dep string) {
 	c.mu.Lock()
-	keys := make([]string, 0, len(c.deps[dep]))
-	for k := range c.deps[dep] {
-		keys = append(keys, k)
-	}
+	keys := c.deps.readers(dep)
 	c.mu.Unlock()
 	for _, k := range keys {
 		c.queue.Add(k)
@@ -626,6 +655,9 @@ func (c *cluster) sync(key string) {
 		}
 	}
 	o, bad := d.object(resolved, c.cfg.zones, c.cfg.ttl)
+	if o.Key == key {
+		o.Key = key // the queue's copy: one string per object in the builder and the index, not one per derivation
+	}
 	o.Version = c.version(obj, d)
 	problems := slices.Clone(d.bad)
 	for _, b := range bad {
@@ -680,38 +712,15 @@ func (c *cluster) logBad(key, kind, ns, name string, problems []string) {
 func (c *cluster) use(key string, uses []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, u := range c.uses[key] {
-		if m := c.deps[u]; m != nil {
-			delete(m, key)
-			if len(m) == 0 {
-				delete(c.deps, u)
-			}
-		}
-	}
-	if len(uses) == 0 {
-		delete(c.uses, key)
-		return
-	}
-	c.uses[key] = uses
-	for _, u := range uses {
-		m := c.deps[u]
-		if m == nil {
-			m = map[string]struct{}{}
-			c.deps[u] = m
-		}
-		m[key] = struct{}{}
-	}
+	c.deps.use(key, uses)
 }
 
 // ready implements world.
 func (c *cluster) ready(namespace, name string) bool {
-	idx := c.slices.indexer(namespace)
-	if idx == nil {
-		return false
-	}
-	objs, _ := idx.ByIndex("service", namespace+"/"+name)
-	for _, o := range objs {
-		if s, ok := o.(*readySlice); ok && s.ready {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sliceIdx[serviceRef{namespace, name}] {
+		if s.ready {
 			return true
 		}
 	}
@@ -720,13 +729,12 @@ func (c *cluster) ready(namespace, name string) bool {
 
 // sliceChanged is the newest change among Service namespace/name's EndpointSlices.
 func (c *cluster) sliceChanged(namespace, name string) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var t time.Time
-	if idx := c.slices.indexer(namespace); idx != nil {
-		objs, _ := idx.ByIndex("service", namespace+"/"+name)
-		for _, o := range objs {
-			if s, ok := o.(*readySlice); ok && s.changed.After(t) {
-				t = s.changed
-			}
+	for _, s := range c.sliceIdx[serviceRef{namespace, name}] {
+		if s.changed.After(t) {
+			t = s.changed
 		}
 	}
 	return t

@@ -82,8 +82,8 @@ func TestSourceHealthWithdrawsOnlyFromReady(t *testing.T) {
 	ing := derived(t, k, kindIngress, "web", t0, []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"},
 		"shop.example.org.", false, "mixed.example.org.", false, "up.example.org.", true, "down.example.org.", false)
 	svc := derived(t, k, kindService, "lb", t0.Add(time.Second), []string{"192.0.2.2", "192.0.2.3"}, "shop.example.org.", true)
-	k.builder.upsert(ing)
-	k.builder.upsert(svc)
+	k.builder.Upsert(ing)
+	k.builder.Upsert(svc)
 
 	hostState(t, k, "shop.example.org.", []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "2001:db8::1"}, []string{"192.0.2.2", "192.0.2.3"})
 	hostState(t, k, "mixed.example.org.", []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"}, []string{"192.0.2.1"})
@@ -107,14 +107,14 @@ func TestSourceHealthWithdrawsOnlyFromReady(t *testing.T) {
 	})
 
 	// The Ingress's backends become ready: nothing is withdrawn any more.
-	k.builder.upsert(derived(t, k, kindIngress, "web", t0, []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"},
+	k.builder.Upsert(derived(t, k, kindIngress, "web", t0, []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"},
 		"shop.example.org.", true, "mixed.example.org.", true, "up.example.org.", true, "down.example.org.", true))
 	shop := hostState(t, k, "shop.example.org.", []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "2001:db8::1"}, []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "2001:db8::1"})
 	if shop.Withdrawn != nil {
 		t.Errorf("every contributor ready, Withdrawn %+v", shop.Withdrawn)
 	}
 	// And unready again, now the only object at shop: everything withdrawn.
-	k.builder.remove(svc.Key)
-	k.builder.upsert(ing)
+	k.builder.Remove(svc.Key)
+	k.builder.Upsert(ing)
 	hostState(t, k, "shop.example.org.", []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"}, []string{})
 }

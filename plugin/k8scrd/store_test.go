@@ -13,6 +13,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -47,7 +48,7 @@ func TestSameNameAcrossObjectsMergedDedupedMinTTL(t *testing.T) {
 }
 
 func TestTenancyStrictFirstNamespaceOwnsName(t *testing.T) {
-	before := testutil.ToFloat64(tenancySkipped)
+	before := metricValue(t, "coredns_k8scrd_tenancy_skipped_endpoints")
 	files := map[string]string{
 		"old.yaml": withCreated(testkit.DNSEndpoint("team-a", "old", nil, testkit.EP("t.example.org", "A", 0, "192.0.2.1")), "2024-01-01T00:00:00Z"),
 		"new.yaml": withCreated(testkit.DNSEndpoint("team-b", "new", nil, testkit.EP("t.example.org", "A", 0, "192.0.2.66"), testkit.EP("t.example.org", "TXT", 0, "hijack"),
@@ -63,14 +64,14 @@ func TestTenancyStrictFirstNamespaceOwnsName(t *testing.T) {
 		{Qname: "free.example.org.", Qtype: dns.TypeA, Authoritative: true,
 			Answer: []dns.RR{test.A("free.example.org. 30 IN A 192.0.2.7")}},
 	})
-	if d := testutil.ToFloat64(tenancySkipped) - before; d != 2 {
+	if d := metricValue(t, "coredns_k8scrd_tenancy_skipped_endpoints") - before; d != 2 {
 		t.Errorf("tenancy-skipped endpoints: %v, want 2", d)
 	}
 	// When the owner's objects go, the name passes to the next namespace in line.
 	os.Remove(filepath.Join(dir, "old.yaml"))
 	os.Remove(filepath.Join(dir, "same.yaml"))
 	testkit.Eventually(t, 5*time.Second, "ownership passes to team-b", hasA(k, t, "t.example.org.", "192.0.2.66"))
-	testkit.Eventually(t, 5*time.Second, "skip gauge back to zero", func() bool { return testutil.ToFloat64(tenancySkipped) == before })
+	testkit.Eventually(t, 5*time.Second, "skip gauge back to zero", func() bool { return metricValue(t, "coredns_k8scrd_tenancy_skipped_endpoints") == before })
 }
 
 func TestTenancySharedMergesNamespaces(t *testing.T) {
@@ -84,7 +85,7 @@ func TestTenancySharedMergesNamespaces(t *testing.T) {
 }
 
 func TestCNAMEBesideOtherDataSkippedAndCounted(t *testing.T) {
-	before := testutil.ToFloat64(cnameConflicts)
+	before := metricValue(t, "coredns_k8scrd_cname_conflicts")
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
 		"a.yaml": testkit.DNSEndpoint("ns", "a", nil, testkit.EP("c.example.org", "A", 0, "192.0.2.1"), testkit.EP("c.example.org", "CNAME", 0, "www.example.org"),
 			testkit.EP("example.org", "CNAME", 0, "www.example.org")),
@@ -96,7 +97,7 @@ func TestCNAMEBesideOtherDataSkippedAndCounted(t *testing.T) {
 		// A CNAME at the apex sits beside SOA and NS: skipped.
 		{Qname: "example.org.", Qtype: dns.TypeA, Authoritative: true, Ns: []dns.RR{negSOA}},
 	})
-	if d := testutil.ToFloat64(cnameConflicts) - before; d != 2 {
+	if d := metricValue(t, "coredns_k8scrd_cname_conflicts") - before; d != 2 {
 		t.Errorf("CNAME conflicts: %v, want 2", d)
 	}
 }
@@ -195,19 +196,19 @@ func TestBurstOfEventsCoalescedIntoFewSwaps(t *testing.T) {
 	for i := range objs {
 		objs[i] = benchObject(cfg, i, 1, "192.0.2.1")
 	}
-	before := k.builder.swaps.Load()
+	before := k.builder.Swaps()
 	start := time.Now()
 	for _, o := range objs {
-		k.builder.upsert(o)
+		k.builder.Upsert(o)
 	}
 	queued := time.Since(start)
 	testkit.Eventually(t, 5*time.Second, "burst applied", hasA(k, t, "host999-0.team49.example.org.", "192.0.2.1"))
-	// A swap starts at least batchDelay after the previous one, and one swap
+	// A swap starts at least builder.BatchDelay after the previous one, and one swap
 	// takes everything pending: the events queued while n windows of
 	// batchDelay passed make at most n+2 swaps (one or two on a fast
 	// machine; a slow one queues over more windows, never one swap each).
-	want := int64(queued/batchDelay) + 2
-	if n := k.builder.swaps.Load() - before; n > want {
+	want := int64(queued/builder.BatchDelay) + 2
+	if n := k.builder.Swaps() - before; n > want {
 		t.Errorf("1000 events queued in %v made %d snapshot swaps, want at most %d", queued, n, want)
 	}
 	for i := range 1000 {

@@ -3,6 +3,7 @@ package k8scrd
 import (
 	"strings"
 	"time"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The informer transforms: what the caches keep of the core kinds is what
@@ -25,7 +28,7 @@ func trim(obj any) (any, error) {
 	case *discoveryv1.EndpointSlice:
 		return trimSlice(o), nil
 	case *networkingv1.Ingress:
-		return trimIngress(o), nil
+		return compactIngress(trimIngress(o)), nil
 	case *corev1.Service:
 		return trimService(o), nil
 	case *networkingv1.IngressClass:
@@ -46,13 +49,14 @@ func trim(obj any) (any, error) {
 	return obj, nil
 }
 
-// trimMeta keeps of m its identity, its times (the change time as the one
+// trimMeta keeps of m its identity (the namespace interned: one copy per
+// namespace, not per object), its times (the change time as the one
 // managedFields entry lbDeclared reads), its labels (Gslb label selectors
 // and the k8gb owner labels read them) and the annotations the derivations
 // read (readAnnotation).
 func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Name: m.Name, Namespace: unique.Make(m.Namespace).Value(), UID: m.UID, ResourceVersion: m.ResourceVersion,
 		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
 		Labels: m.Labels,
 	}
@@ -124,6 +128,142 @@ func trimIngress(ing *networkingv1.Ingress) *networkingv1.Ingress {
 	return out
 }
 
+// cachedIngress is what the cache keeps of an Ingress: what trimIngress
+// keeps, without the room of the API types around it (less than half the
+// bytes: there is one per Ingress host). ingress gives the derivations the
+// API type again, built afresh for each derivation.
+type cachedIngress struct {
+	cacheMeta
+	uid         types.UID
+	generation  int64
+	created     metav1.Time
+	deleted     *metav1.Time
+	changed     *metav1.Time // the newest managedFields time (trimMeta)
+	labels      map[string]string
+	annotations map[string]string
+	class       *string
+	// defaultBackend: the Ingress has one; defaultService is its Service ("" none).
+	defaultBackend bool
+	defaultService string
+	rules          []cachedRule
+	tls            [][]string
+	lb             []cachedLB
+}
+
+// cachedRule is one rule: its host and its paths' Services (http: it has
+// an http block).
+type cachedRule struct {
+	host     string
+	http     bool
+	services []string
+}
+
+// cachedLB is one load balancer status entry.
+type cachedLB struct{ ip, hostname string }
+
+// compactIngress is ing, as trimIngress returns it, in the cache's form.
+func compactIngress(ing *networkingv1.Ingress) *cachedIngress {
+	c := &cachedIngress{
+		cacheMeta:   cacheMeta{namespace: ing.Namespace, name: ing.Name, version: ing.ResourceVersion},
+		uid:         ing.UID,
+		generation:  ing.Generation,
+		created:     ing.CreationTimestamp,
+		deleted:     ing.DeletionTimestamp,
+		labels:      ing.Labels,
+		annotations: ing.Annotations,
+		class:       ing.Spec.IngressClassName,
+	}
+	if len(ing.ManagedFields) > 0 {
+		c.changed = ing.ManagedFields[0].Time
+	}
+	if b := ing.Spec.DefaultBackend; b != nil {
+		c.defaultBackend = true
+		if b.Service != nil {
+			c.defaultService = b.Service.Name
+		}
+	}
+	if len(ing.Spec.Rules) > 0 {
+		c.rules = make([]cachedRule, len(ing.Spec.Rules))
+		for i, r := range ing.Spec.Rules {
+			c.rules[i] = cachedRule{host: r.Host, http: r.HTTP != nil}
+			if r.HTTP == nil {
+				continue
+			}
+			for _, p := range r.HTTP.Paths {
+				c.rules[i].services = append(c.rules[i].services, p.Backend.Service.Name)
+			}
+		}
+	}
+	for _, t := range ing.Spec.TLS {
+		c.tls = append(c.tls, t.Hosts)
+	}
+	for _, lb := range ing.Status.LoadBalancer.Ingress {
+		c.lb = append(c.lb, cachedLB{ip: lb.IP, hostname: lb.Hostname})
+	}
+	return c
+}
+
+// ingress is the Ingress c holds, as trimIngress returned it.
+func (c *cachedIngress) ingress() *networkingv1.Ingress {
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{
+		Name: c.name, Namespace: c.namespace, UID: c.uid, ResourceVersion: c.version, Generation: c.generation,
+		CreationTimestamp: c.created, DeletionTimestamp: c.deleted, Labels: c.labels, Annotations: c.annotations,
+	}}
+	if c.changed != nil {
+		ing.ManagedFields = []metav1.ManagedFieldsEntry{{Time: c.changed}}
+	}
+	ing.Spec.IngressClassName = c.class
+	if c.defaultBackend {
+		ing.Spec.DefaultBackend = &networkingv1.IngressBackend{}
+		if c.defaultService != "" {
+			ing.Spec.DefaultBackend.Service = &networkingv1.IngressServiceBackend{Name: c.defaultService}
+		}
+	}
+	if len(c.rules) > 0 {
+		ing.Spec.Rules = make([]networkingv1.IngressRule, len(c.rules))
+		for i, r := range c.rules {
+			ing.Spec.Rules[i].Host = r.host
+			if !r.http {
+				continue
+			}
+			var paths []networkingv1.HTTPIngressPath
+			for _, s := range r.services {
+				paths = append(paths, networkingv1.HTTPIngressPath{Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: s}}})
+			}
+			ing.Spec.Rules[i].HTTP = &networkingv1.HTTPIngressRuleValue{Paths: paths}
+		}
+	}
+	for _, hosts := range c.tls {
+		ing.Spec.TLS = append(ing.Spec.TLS, networkingv1.IngressTLS{Hosts: hosts})
+	}
+	for _, lb := range c.lb {
+		ing.Status.LoadBalancer.Ingress = append(ing.Status.LoadBalancer.Ingress, networkingv1.IngressLoadBalancerIngress{IP: lb.ip, Hostname: lb.hostname})
+	}
+	return ing
+}
+
+func (c *cachedIngress) GetUID() types.UID                  { return c.uid }
+func (c *cachedIngress) GetLabels() map[string]string       { return c.labels }
+func (c *cachedIngress) GetAnnotations() map[string]string  { return c.annotations }
+func (c *cachedIngress) GetCreationTimestamp() metav1.Time  { return c.created }
+func (c *cachedIngress) GetDeletionTimestamp() *metav1.Time { return c.deleted }
+func (c *cachedIngress) GetGeneration() int64               { return c.generation }
+
+// DeepCopyObject implements runtime.Object; what the cache holds is never changed.
+func (c *cachedIngress) DeepCopyObject() runtime.Object {
+	cp := *c
+	return &cp
+}
+
+// derivable is the object the derivations read of what a cache holds: the
+// API type again for an object kept in a form of our own.
+func derivable(o any) any {
+	if c, ok := o.(*cachedIngress); ok {
+		return c.ingress()
+	}
+	return o
+}
+
 // trimBackend keeps a backend Service's name.
 func trimBackend(s *networkingv1.IngressServiceBackend) *networkingv1.IngressServiceBackend {
 	if s == nil || s.Name == "" {
@@ -153,7 +293,8 @@ func trimIngressClass(ic *networkingv1.IngressClass) *networkingv1.IngressClass 
 }
 
 // trimSlice cuts an EndpointSlice down to its Service and whether it has a
-// ready endpoint.
+// ready endpoint. Its namespace is interned: every slice of a namespace
+// shares one copy.
 func trimSlice(s *discoveryv1.EndpointSlice) *readySlice {
 	changed := s.CreationTimestamp.Time
 	for _, mf := range s.ManagedFields {
@@ -162,17 +303,17 @@ func trimSlice(s *discoveryv1.EndpointSlice) *readySlice {
 		}
 	}
 	return &readySlice{
-		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion},
-		service:    s.Labels[labelServiceName],
-		ready:      sliceReady(s),
-		changed:    changed,
+		cacheMeta: cacheMeta{namespace: unique.Make(s.Namespace).Value(), name: s.Name, version: s.ResourceVersion},
+		service:   s.Labels[labelServiceName],
+		ready:     sliceReady(s),
+		changed:   changed,
 	}
 }
 
-// readySlice is what the cache keeps of an EndpointSlice.
+// readySlice is what the cache keeps of an EndpointSlice: a third of the
+// size of an empty ObjectMeta (there are as many slices as Services).
 type readySlice struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
+	cacheMeta
 	service string
 	ready   bool
 	changed time.Time // the newest managedFields time: when its readiness may have changed
@@ -183,3 +324,43 @@ func (s *readySlice) DeepCopyObject() runtime.Object {
 	cp := *s
 	return &cp
 }
+
+// cacheMeta is the identity an informer's cache needs of an object kept in
+// a type of our own (namespace, name, resourceVersion); the rest of
+// metav1.Object is empty, as in CoreDNS's kubernetes/object.Empty.
+type cacheMeta struct {
+	namespace, name, version string
+}
+
+func (m *cacheMeta) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (m *cacheMeta) GetNamespace() string                                       { return m.namespace }
+func (m *cacheMeta) SetNamespace(ns string)                                     { m.namespace = ns }
+func (m *cacheMeta) GetName() string                                            { return m.name }
+func (m *cacheMeta) SetName(name string)                                        { m.name = name }
+func (m *cacheMeta) GetResourceVersion() string                                 { return m.version }
+func (m *cacheMeta) SetResourceVersion(v string)                                { m.version = v }
+func (m *cacheMeta) GetGenerateName() string                                    { return "" }
+func (m *cacheMeta) SetGenerateName(string)                                     {}
+func (m *cacheMeta) GetUID() types.UID                                          { return "" }
+func (m *cacheMeta) SetUID(types.UID)                                           {}
+func (m *cacheMeta) GetGeneration() int64                                       { return 0 }
+func (m *cacheMeta) SetGeneration(int64)                                        {}
+func (m *cacheMeta) GetSelfLink() string                                        { return "" }
+func (m *cacheMeta) SetSelfLink(string)                                         {}
+func (m *cacheMeta) GetCreationTimestamp() metav1.Time                          { return metav1.Time{} }
+func (m *cacheMeta) SetCreationTimestamp(metav1.Time)                           {}
+func (m *cacheMeta) GetDeletionTimestamp() *metav1.Time                         { return nil }
+func (m *cacheMeta) SetDeletionTimestamp(*metav1.Time)                          {}
+func (m *cacheMeta) GetDeletionGracePeriodSeconds() *int64                      { return nil }
+func (m *cacheMeta) SetDeletionGracePeriodSeconds(*int64)                       {}
+func (m *cacheMeta) GetLabels() map[string]string                               { return nil }
+func (m *cacheMeta) SetLabels(map[string]string)                                {}
+func (m *cacheMeta) GetAnnotations() map[string]string                          { return nil }
+func (m *cacheMeta) SetAnnotations(map[string]string)                           {}
+func (m *cacheMeta) GetFinalizers() []string                                    { return nil }
+func (m *cacheMeta) SetFinalizers([]string)                                     {}
+func (m *cacheMeta) GetOwnerReferences() []metav1.OwnerReference                { return nil }
+func (m *cacheMeta) SetOwnerReferences([]metav1.OwnerReference)                 {}
+func (m *cacheMeta) GetManagedFields() []metav1.ManagedFieldsEntry              { return nil }
+func (m *cacheMeta) SetManagedFields(managedFields []metav1.ManagedFieldsEntry) {}

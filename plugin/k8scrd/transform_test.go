@@ -83,6 +83,18 @@ func TestTrimIngress(t *testing.T) {
 	}
 	trimmed := trimIngress(ing)
 	checkTrimmedMeta(t, &ing.ObjectMeta, &trimmed.ObjectMeta)
+	// The cache keeps its own, smaller form, and gives the derivations
+	// the trimmed Ingress again.
+	cached, err := trim(ing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cached.(*cachedIngress); !ok {
+		t.Errorf("the cache keeps a %T, want its own form", cached)
+	}
+	if got := derivable(cached); !reflect.DeepEqual(got, trimmed) {
+		t.Errorf("the cache's Ingress is not the trimmed Ingress:\n%+v\nwant\n%+v", got, trimmed)
+	}
 	if n := trimmed.Size(); n > 2048 {
 		t.Errorf("trimmed Ingress is %d bytes (protobuf), want at most 2 KiB", n)
 	}

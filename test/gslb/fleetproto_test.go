@@ -5,10 +5,7 @@ package gslb
 // processes, signed with one TSIG key.
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
-	"math"
 	mrand "math/rand/v2"
 	"os"
 	"slices"
@@ -18,17 +15,12 @@ import (
 	"time"
 
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/gslb/fleet/fleettest"
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
 )
-
-// fleetKey is a key file in BIND's tsig-keygen format with a fresh secret.
-func fleetKey(name string) string {
-	b := make([]byte, 32)
-	rand.Read(b)
-	return fmt.Sprintf("key %q {\n\talgorithm hmac-sha256;\n\tsecret %q;\n};\n", name, base64.StdEncoding.EncodeToString(b))
-}
 
 // fleetOn returns options that turn the fleet protocol on in every
 // cluster, signed with one key, with the given refresh, and a metrics
@@ -38,7 +30,7 @@ func fleetOn(t *testing.T, f *fleet, refresh time.Duration, extra string) (fleet
 	o := fleetOptions{
 		gslbExtra:  map[string]string{"": fmt.Sprintf("        refresh %s\n        fleet {\n            key fleet.key\n%s        }\n", refresh, extra)},
 		blockExtra: map[string]string{},
-		files:      map[string]string{"fleet.key": fleetKey("fleet.example.")},
+		files:      map[string]string{"fleet.key": fleettest.Key("fleet.example.")},
 	}
 	metrics := map[string]string{}
 	for _, tag := range tags {
@@ -82,13 +74,6 @@ func (f *fleet) answersUnion(tag string) bool {
 	return err == nil && equal(got, f.union(tags...))
 }
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := int(math.Ceil(p*float64(len(s)))) - 1
-	return s[max(i, 0)]
-}
-
 // explainTCP returns a cluster's explain record for host, asked over TCP:
 // with the fleet's lines it may not fit in 512 octets.
 func explainTCP(t *testing.T, c *cluster, host string) string {
@@ -129,7 +114,7 @@ func TestFleetChangeCrossesTheFleetWithinASecond(t *testing.T) {
 		}
 		took = append(took, time.Since(start))
 	}
-	p50, worst := percentile(took, 0.5), percentile(took, 1)
+	p50, worst := benchkit.Percentile(took, 50), benchkit.Percentile(took, 100)
 	t.Logf("a change of eu's targets answered by us and ap: p50 %v, max %v over %d changes (refresh 30s)", p50.Round(time.Millisecond), worst.Round(time.Millisecond), changes)
 	if worst > time.Second {
 		t.Errorf("the slowest of %d changes took %v to cross the fleet, want within 1s: %v", changes, worst, took)
@@ -186,20 +171,6 @@ func manyHosts(n int, own []string) string {
 	return strings.Join(docs, "\n---\n")
 }
 
-// cpuSeconds is a process's user and system CPU time so far.
-func cpuSeconds(t *testing.T, pid int) float64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100 // USER_HZ
-}
-
 // TestFleetPeerQueriesIndependentOfHosts counts, from each cluster's own
 // metrics, the queries it sends its peers with nothing changing: one SOA
 // check per peer per refresh, with 100 hosts as with 10,000.
@@ -230,14 +201,14 @@ func TestFleetPeerQueriesIndependentOfHosts(t *testing.T) {
 			before, cpu := map[string]float64{}, map[string]float64{}
 			for _, tag := range tags {
 				before[tag] = peerQueries(t, metrics[tag])
-				cpu[tag] = cpuSeconds(t, f.clusters[tag].srv.Pid())
+				cpu[tag] = benchkit.CPUSeconds(t, f.clusters[tag].srv.Pid())
 			}
 			time.Sleep(window)
 			refreshes := float64(window / refresh)
 			worst := 0.0
 			for _, tag := range tags {
 				q := (peerQueries(t, metrics[tag]) - before[tag]) / refreshes
-				c := (cpuSeconds(t, f.clusters[tag].srv.Pid()) - cpu[tag]) * float64(time.Minute/window)
+				c := (benchkit.CPUSeconds(t, f.clusters[tag].srv.Pid()) - cpu[tag]) * float64(time.Minute/window)
 				t.Logf("%d hosts: %s sent %.1f peer queries per refresh (2 peers), CPU %.2f s per minute at refresh %v", n, tag, q, c, refresh)
 				worst = max(worst, q)
 			}

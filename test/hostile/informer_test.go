@@ -89,7 +89,7 @@ func TestHostileLargeObjectsCostLittle(t *testing.T) {
 
 	// Created after the bulky ones: once both are served, every bulky
 	// object has been through the caches.
-	loadBalancerService(t, k, ns, "last", "last-svc.example.org", "")
+	k.LoadBalancer(t, ns, "last", "last-svc.example.org")
 	svc, err := cs.CoreV1().Services(ns).Get(ctx, "last", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -12,9 +12,6 @@ import (
 	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 var gslbCRDOnce sync.Once
@@ -29,37 +26,6 @@ func installGslbCRD(t *testing.T, k *harness.Kube) {
 		k.Apply(t, string(b))
 		k.WaitCRDEstablished(t, "gslbs.k8gb.io")
 	})
-}
-
-// loadBalancerService creates a Service of type LoadBalancer ns/name with
-// the external-dns hostname annotation hosts ("" for none) and, as a cloud
-// controller would, statusHost as its status host name ("" for none).
-func loadBalancerService(t *testing.T, k *harness.Kube, ns, name, hosts, statusHost string) {
-	t.Helper()
-	cs := k.Clientset()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.ServiceSpec{
-			Type:                          corev1.ServiceTypeLoadBalancer,
-			Ports:                         []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
-			Selector:                      map[string]string{"app": name},
-			AllocateLoadBalancerNodePorts: new(false),
-		},
-	}
-	if hosts != "" {
-		svc.Annotations = map[string]string{"external-dns.alpha.kubernetes.io/hostname": hosts}
-	}
-	created, err := cs.CoreV1().Services(ns).Create(harness.Context(t), svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create Service %s/%s: %v", ns, name, err)
-	}
-	if statusHost == "" {
-		return
-	}
-	created.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: statusHost}}
-	if _, err := cs.CoreV1().Services(ns).UpdateStatus(harness.Context(t), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("status of Service %s/%s: %v", ns, name, err)
-	}
 }
 
 // TestHostileExposedHostnamesAreBounded is issue 24's findings 1 and 2: a
@@ -102,7 +68,7 @@ func TestHostileExposedHostnamesAreBounded(t *testing.T) {
 	baseHeap := heapInuse(t, metrics)
 
 	// The tenant: a LoadBalancer Service that declares nothing, and Gslbs over it.
-	loadBalancerService(t, k, evil, "lb", "", "")
+	k.LoadBalancer(t, evil, "lb", "")
 	gslb := func(name, host string, names []string) {
 		k.Apply(t, fmt.Sprintf(`apiVersion: k8gb.io/v1beta1
 kind: Gslb
@@ -135,7 +101,8 @@ spec:
 	})
 
 	// Finding 2: another team's load balancer, its status written after.
-	loadBalancerService(t, k, team, "web", "web.example.org", "elb-1.team.test")
+	k.LoadBalancer(t, team, "web", "web.example.org")
+	k.LoadBalancerStatus(t, team, "web", "elb-1.team.test")
 	if note, ok := testkit.Within(30*time.Second, func() (bool, string) {
 		r, err := harness.Ask(cd.Addr, "web.example.org.", dns.TypeA, harness.NoRD, harness.Timeout(2*time.Second))
 		if err != nil {

@@ -155,54 +155,6 @@ func (c *cluster) backend(t testing.TB, ns, name string) {
 	}
 }
 
-// loadBalancer creates a Service of type LoadBalancer whose hosts are the
-// external-dns hostname annotation (hosts as written; "" for none).
-func (c *cluster) loadBalancer(t testing.TB, ns, name, hosts string) {
-	t.Helper()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.ServiceSpec{
-			Type:                          corev1.ServiceTypeLoadBalancer,
-			Ports:                         []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
-			Selector:                      map[string]string{"app": name},
-			AllocateLoadBalancerNodePorts: new(false),
-		},
-	}
-	if hosts != "" {
-		svc.Annotations = map[string]string{"external-dns.alpha.kubernetes.io/hostname": hosts}
-	}
-	if _, err := c.cs.CoreV1().Services(ns).Create(harness.Context(t), svc, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create Service %s/%s: %v", ns, name, err)
-	}
-}
-
-// lbStatus sets a LoadBalancer Service's status.loadBalancer.ingress
-// through the status subresource, as a cloud controller does: each entry an
-// address, or a host name when it does not parse as one.
-func (c *cluster) lbStatus(t testing.TB, ns, name string, entries ...string) {
-	t.Helper()
-	var ing []corev1.LoadBalancerIngress
-	for _, e := range entries {
-		if _, err := netip.ParseAddr(e); err == nil {
-			ing = append(ing, corev1.LoadBalancerIngress{IP: e, IPMode: new(corev1.LoadBalancerIPModeVIP)})
-		} else {
-			ing = append(ing, corev1.LoadBalancerIngress{Hostname: e})
-		}
-	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s, err := c.cs.CoreV1().Services(ns).Get(harness.Context(t), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		s.Status.LoadBalancer.Ingress = ing
-		_, err = c.cs.CoreV1().Services(ns).UpdateStatus(harness.Context(t), s, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("status of Service %s/%s: %v", ns, name, err)
-	}
-}
-
 // ep is one endpoint of an EndpointSlice: an address and its conditions
 // (nil: unset, as the controller leaves them for some endpoints).
 type ep struct {

@@ -104,8 +104,8 @@ func proveSources(t *testing.T, c *cluster, ns, kubeconfig, zone string, stanza 
 	c.slice(t, ns, p+"web", p+"web-1", ready(a(7)))
 	c.createIngress(t, ns, p+"ing", ingress{class: "rbac-test", rules: []rule{{h("ing"), p + "web"}}})
 	c.ingressStatus(t, ns, p+"ing", a(1))
-	c.loadBalancer(t, ns, p+"lb", h("lb"))
-	c.lbStatus(t, ns, p+"lb", a(2))
+	c.k.LoadBalancer(t, ns, p+"lb", h("lb"))
+	c.k.LoadBalancerStatus(t, ns, p+"lb", a(2))
 	c.gateway(t, ns, p+"gw", "rbac-test", []listener{
 		{name: "http", protocol: "HTTP", port: 80},
 		{name: "tls", protocol: "TLS", port: 443, hostname: h("tls")},

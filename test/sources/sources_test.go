@@ -98,8 +98,8 @@ func TestSources(t *testing.T) {
 	t.Run("service", func(t *testing.T) {
 		t.Parallel()
 		// external-dns's comma list, with a space.
-		c.loadBalancer(t, ns, "lb", "lb1.svc.example.org, lb2.svc.example.org")
-		c.lbStatus(t, ns, "lb", net.Addr(4))
+		c.k.LoadBalancer(t, ns, "lb", "lb1.svc.example.org, lb2.svc.example.org")
+		c.k.LoadBalancerStatus(t, ns, "lb", net.Addr(4))
 		expectA(t, all.Addr, "lb1.svc.example.org", net.Addr(4))
 		expectA(t, all.Addr, "lb2.svc.example.org", net.Addr(4))
 		// A Service is not an Ingress: the ingress_class filter leaves it alone.
@@ -112,7 +112,7 @@ func TestSources(t *testing.T) {
 	t.Run("pending", func(t *testing.T) {
 		t.Parallel()
 		// No status yet: the host is declared, it has no targets.
-		c.loadBalancer(t, ns, "pending", "pending.svc2.example.org")
+		c.k.LoadBalancer(t, ns, "pending", "pending.svc2.example.org")
 		c.backend(t, ns, "pending-ing")
 		c.createIngress(t, ns, "pending", ingress{rules: []rule{{"pending.ing2.example.org", "pending-ing"}}})
 		expectA(t, all.Addr, "pending.svc2.example.org", "NODATA")
@@ -121,7 +121,7 @@ func TestSources(t *testing.T) {
 			t.Errorf("an undeclared host beside it: %s, want NXDOMAIN", got)
 		}
 		// Once the load balancer is provisioned, the address is served.
-		c.lbStatus(t, ns, "pending", net.Addr(5))
+		c.k.LoadBalancerStatus(t, ns, "pending", net.Addr(5))
 		expectA(t, all.Addr, "pending.svc2.example.org", net.Addr(5))
 	})
 

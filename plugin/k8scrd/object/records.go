@@ -23,7 +23,7 @@ const (
 	ReasonTTL     = "ttl"     // a negative or too large recordTTL
 	ReasonDecode  = "decode"  // a manifest or object that is not a DNSEndpoint
 	ReasonCNAMEs  = "cname"   // a CNAME endpoint with more than one target
-	ReasonSize    = "size"    // an RRset that fits in no DNS message (see builder.oversized)
+	ReasonSize    = "size"    // an RRset that fits in no DNS message (see builder.Builder.oversized)
 	ReasonSource  = "source"  // what of an Ingress, Service or route cannot be served (an address that does not parse)
 	MaxTTL        = 1<<31 - 1 // RFC 2181 §8
 	verbatimLabel = "k8gb.io/dnstype"

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -87,6 +88,17 @@ func CPUTicks(pid int) (int64, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
 	}
 	return utimeStime(f), nil
+}
+
+// CPUSeconds is CPUTicks in seconds, failing the test when pid's counters
+// cannot be read.
+func CPUSeconds(t testing.TB, pid int) float64 {
+	t.Helper()
+	n, err := CPUTicks(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(n) / 100 // USER_HZ
 }
 
 // GroupCPUTicks is CPUTicks summed over every process in the process group

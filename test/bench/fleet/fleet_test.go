@@ -1,14 +1,11 @@
 package fleet
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +13,8 @@ import (
 	"time"
 
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/gslb/fleet/fleettest"
+	"github.com/fleetdns/fleetdns/test/bench/benchkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 
 	"github.com/miekg/dns"
@@ -92,7 +91,7 @@ func TestFleetBench(t *testing.T) {
 		}
 		ch := "-"
 		if len(r.changes) > 0 {
-			ch = fmt.Sprintf("%v / %v / %v (%d", pct(r.changes, 0.5), pct(r.changes, 0.99), pct(r.changes, 1), len(r.changes))
+			ch = fmt.Sprintf("%v / %v / %v (%d", pct(r.changes, 50), pct(r.changes, 99), pct(r.changes, 100), len(r.changes))
 			if r.changesLost > 0 {
 				ch += fmt.Sprintf(", %d not seen within the bound", r.changesLost)
 			}
@@ -107,7 +106,7 @@ func TestFleetBench(t *testing.T) {
 
 func run(t *testing.T, mode string, n, h int, idle, converge time.Duration, changes int) *result {
 	r := &result{mode: mode, clusters: n, hosts: h, window: idle}
-	key := fleetKey()
+	key := fleettest.Key("fleet.example.")
 	cs := make([]*cluster, n)
 	for i := range cs {
 		ip := harness.NewIP(t)
@@ -154,14 +153,14 @@ func run(t *testing.T, mode string, n, h int, idle, converge time.Duration, chan
 	q0, cpu0 := make([]float64, n), make([]float64, n)
 	for i, c := range cs {
 		q0[i] = peerQueries(t, c.metrics)
-		cpu0[i] = cpuSeconds(t, c.srv.Pid())
+		cpu0[i] = benchkit.CPUSeconds(t, c.srv.Pid())
 	}
 	t0 := time.Now()
 	time.Sleep(idle)
 	w := time.Since(t0)
 	for i, c := range cs {
 		q := peerQueries(t, c.metrics) - q0[i]
-		cpu := cpuSeconds(t, c.srv.Pid()) - cpu0[i]
+		cpu := benchkit.CPUSeconds(t, c.srv.Pid()) - cpu0[i]
 		r.queriesPerSec = append(r.queriesPerSec, q/w.Seconds())
 		r.cpuPerMin = append(r.cpuPerMin, cpu*float64(time.Minute)/float64(w))
 		rss, err := c.srv.RSS()
@@ -204,7 +203,7 @@ func run(t *testing.T, mode string, n, h int, idle, converge time.Duration, chan
 	}
 	if len(r.changes) > 0 {
 		t.Logf("%s: %d changes, every other cluster's new answer: p50 %v, p99 %v, max %v; %d not seen within %v",
-			mode, len(r.changes), pct(r.changes, 0.5), pct(r.changes, 0.99), pct(r.changes, 1), r.changesLost, bound)
+			mode, len(r.changes), pct(r.changes, 50), pct(r.changes, 99), pct(r.changes, 100), r.changesLost, bound)
 	}
 	for _, c := range cs {
 		c.srv.Stop() // before the next mode starts
@@ -258,12 +257,6 @@ func chgManifest(target string) string {
 	return testkit.DNSEndpoint("apps", "chg", nil, testkit.Endpoint{DNSName: strings.TrimSuffix(chgHost, "."), RecordType: "A", TTL: 30, Targets: []string{target}})
 }
 
-func fleetKey() string {
-	b := make([]byte, 32)
-	rand.Read(b)
-	return fmt.Sprintf("key \"fleet.example.\" {\n\talgorithm hmac-sha256;\n\tsecret %q;\n};\n", base64.StdEncoding.EncodeToString(b))
-}
-
 // answer is the A targets a cluster answers name with, sorted (nil on
 // failure).
 func answer(addr, name string) []string {
@@ -289,25 +282,8 @@ func peerQueries(t *testing.T, metrics string) float64 {
 	return m.Sum("coredns_gslb_peer_query_duration_seconds_count") + m.Sum("coredns_gslb_fleet_checks_total")
 }
 
-// cpuSeconds is a process's user and system CPU time so far.
-func cpuSeconds(t *testing.T, pid int) float64 {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ
-}
-
-func pct(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := int(math.Ceil(p*float64(len(s)))) - 1
-	return s[max(i, 0)].Round(time.Millisecond)
+func pct(d []time.Duration, p int) time.Duration {
+	return benchkit.Percentile(d, p).Round(time.Millisecond)
 }
 
 func mean(v []float64) float64 {

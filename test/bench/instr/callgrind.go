@@ -55,6 +55,18 @@ func startValgrind(dir, name, bin, corefile, pprofAddr string, env []string) (*v
 
 func (s *vgServer) pid() int { return s.cmd.Process.Pid }
 
+// exited reports whether the server has exited (gone, or a zombie not yet
+// reaped: stop reaps it).
+func (s *vgServer) exited() bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid()))
+	if err != nil {
+		return true
+	}
+	st := string(b)
+	i := strings.LastIndexByte(st, ')')
+	return i < 0 || i+2 >= len(st) || st[i+2] == 'Z'
+}
+
 func (s *vgServer) stop() {
 	benchkit.Stop(s.cmd)
 	s.log.Close()

@@ -13,8 +13,12 @@ import (
 	"github.com/miekg/dns"
 )
 
-// query is one line of a dnsperf query file: a name and a type.
-type query struct{ name, qtype string }
+// query is one line of a dnsperf query file: a name and a type; do sets
+// the DNSSEC OK bit (EDNS0, 1232 octets), as a validating resolver asks.
+type query struct {
+	name, qtype string
+	do          bool
+}
 
 // readQueries reads the first n queries of a dnsperf-format file.
 func readQueries(path string, n int) ([]query, error) {
@@ -30,7 +34,7 @@ func readQueries(path string, n int) ([]query, error) {
 		if len(fs) != 2 {
 			continue
 		}
-		qs = append(qs, query{fs[0], fs[1]})
+		qs = append(qs, query{fs[0], fs[1], false})
 	}
 	if len(qs) < n {
 		return nil, fmt.Errorf("%s: %d queries, want %d", path, len(qs), n)
@@ -155,6 +159,9 @@ func send(addr string, qs []query, clients int, timeout time.Duration, deadline 
 				}
 				m := new(dns.Msg)
 				m.SetQuestion(q.name, dns.StringToType[q.qtype])
+				if q.do {
+					m.SetEdns0(1232, true)
+				}
 				r, _, err := c.ExchangeWithConn(m, conn)
 				if err != nil {
 					// A late reply must not be read as the next query's.

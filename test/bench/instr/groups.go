@@ -9,6 +9,8 @@ import (
 
 	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/bench/benchkit"
+
+	"github.com/miekg/dns"
 )
 
 // authGroup: k8scrd, file and hosts serving the same benchkit dataset, each
@@ -36,7 +38,7 @@ func authGroup(e *env) (*group, error) {
 		return g, err
 	}
 	check := checkAll(func(q query) (string, []string) { return d.Expect(q.name, q.qtype) })
-	probe := query{benchkit.HostName(0), "A"}
+	probe := query{benchkit.HostName(0), "A", false}
 
 	plugins := map[string]string{
 		"k8scrd": fmt.Sprintf("k8scrd {\n        directory %s\n    }", d.ManifestDir),
@@ -138,7 +140,7 @@ func sourcesGroup(e *env) (*group, error) {
 		*flagPort, ip, d.ManifestDir)
 	check := sameAnswer("NOERROR", "A "+sourceTarget)
 	if err := startAll(e, g, []serverSpec{{name: "sources", corefile: corefile, addr: addr, pprof: ip + ":6053",
-		probe: query{"localtargets-" + ingressHost + ".", "A"}, check: check}}); err != nil {
+		probe: query{"localtargets-" + ingressHost + ".", "A", false}, check: check}}); err != nil {
 		return g, err
 	}
 	for _, r := range []struct{ name, host, baseline string }{
@@ -147,7 +149,7 @@ func sourcesGroup(e *env) (*group, error) {
 		{"localtargets- of the Ingress host", "localtargets-" + ingressHost, "localtargets- of the DNSEndpoint host"},
 		{"localtargets- of the DNSEndpoint host", "localtargets-" + endpointHost, ""},
 	} {
-		q := query{r.host + ".", "A"}
+		q := query{r.host + ".", "A", false}
 		g.rows = append(g.rows, &row{group: g.name, name: r.name, baseline: r.baseline, srv: g.servers[0], addr: addr,
 			warm: repeat(q, *flagWarm), qs: repeat(q, *flagQueries), check: check})
 	}
@@ -160,6 +162,8 @@ const (
 	plainZone = "plain.example.net"
 	gslbHost  = "rr." + gslbZone
 	geoHost   = "geo." + gslbZone
+	foHost    = "fo." + gslbZone   // failover, primary eu
+	tierHost  = "tier." + gslbZone // failover, tiers eu+us then ap, eu=70 us=30
 	plainHost = "www." + plainZone
 )
 
@@ -189,6 +193,9 @@ func gslbGroup(e *env) (*group, error) {
 		eps := []testkit.Endpoint{
 			{DNSName: gslbHost, RecordType: "A", TTL: 300, Targets: gslbTargets[tag], ProviderSpecific: [][2]string{{"gslb/strategy", "roundRobin"}}},
 			{DNSName: geoHost, RecordType: "A", TTL: 300, Targets: gslbTargets[tag], ProviderSpecific: [][2]string{{"gslb/strategy", "geoip"}}},
+			{DNSName: foHost, RecordType: "A", TTL: 300, Targets: gslbTargets[tag], ProviderSpecific: [][2]string{{"gslb/strategy", "failover"}, {"gslb/primary", "eu"}}},
+			{DNSName: tierHost, RecordType: "A", TTL: 300, Targets: gslbTargets[tag], ProviderSpecific: [][2]string{
+				{"gslb/strategy", "failover"}, {"gslb/primary", "eu+us,ap"}, {"gslb/weight", "eu=70,us=30"}}},
 		}
 		if tag == "eu" {
 			eps = append(eps, testkit.EP(plainHost, "A", 300, all...))
@@ -208,8 +215,8 @@ func gslbGroup(e *env) (*group, error) {
 		if err := startNative(e, g, "peer-"+tag, e.bin, "-conf", cf); err != nil {
 			return g, err
 		}
-		if err := waitAnswer(e.hostport(ips[tag]), query{"localtargets-" + gslbHost + ".", "A"},
-			sameAnswer("NOERROR", prefixed("A ", gslbTargets[tag])...), time.Minute); err != nil {
+		if err := waitAnswer(e.hostport(ips[tag]), query{"localtargets-" + gslbHost + ".", "A", false},
+			sameAnswer("NOERROR", prefixed("A ", gslbTargets[tag])...), time.Minute, nil); err != nil {
 			return g, fmt.Errorf("peer %s: %v", tag, err)
 		}
 	}
@@ -237,8 +244,25 @@ func gslbGroup(e *env) (*group, error) {
 }
 `, gslbZone, *flagPort, plainZone, ips["eu"], e.hostport(ips["us"]), e.hostport(ips["ap"]), filepath.Join(e.dir, "gslb-eu"))
 	check := sameAnswer("NOERROR", prefixed("A ", all)...)
-	err := startAll(e, g, []serverSpec{{name: "gslb-eu", corefile: corefile, addr: eu, pprof: ips["eu"] + ":6053",
-		probe: query{gslbHost + ".", "A"}, check: check}})
+	// The signed twin: the same server block with the stock dnssec plugin
+	// in front (one CSK, the shipped signature cache), on its own address.
+	euSigned := e.ip()
+	var keys []string
+	for _, z := range []string{gslbZone, plainZone} {
+		key, err := writeCSK(e.dir, z)
+		if err != nil {
+			return g, err
+		}
+		keys = append(keys, key)
+	}
+	signed := strings.Replace(strings.Replace(corefile, "bind "+ips["eu"], "bind "+euSigned, 1),
+		"    localtargets\n", fmt.Sprintf("    dnssec %s %s {\n        key file %s\n        cache_capacity 100000\n    }\n    localtargets\n",
+			gslbZone, plainZone, strings.Join(keys, " ")), 1)
+	err := startAll(e, g, []serverSpec{
+		{name: "gslb-eu", corefile: corefile, addr: eu, pprof: ips["eu"] + ":6053", probe: query{gslbHost + ".", "A", false}, check: check},
+		{name: "gslb-eu-signed", corefile: signed, addr: e.hostport(euSigned), pprof: euSigned + ":6053",
+			probe: query{gslbHost + ".", "A", true}, check: signedAnswer(check)},
+	})
 	if err != nil {
 		return g, err
 	}
@@ -247,6 +271,7 @@ func gslbGroup(e *env) (*group, error) {
 	// What a peer asks: eu runs the same localtargets as the peers, so the
 	// answer the peers give is measured on eu, without a fourth server.
 	localCheck := sameAnswer("NOERROR", prefixed("A ", gslbTargets["eu"])...)
+	euOnly, usOnly := localCheck, sameAnswer("NOERROR", prefixed("A ", gslbTargets["us"])...)
 	for _, r := range []struct {
 		name, host, baseline string
 		check                checker
@@ -255,12 +280,44 @@ func gslbGroup(e *env) (*group, error) {
 		{"gslb host, geoip by source address, 2 peers", geoHost, "plain k8scrd host", geoCheck},
 		{"localtargets answer", "localtargets-" + gslbHost, "plain k8scrd host", localCheck},
 		{"plain k8scrd host", plainHost, "", check},
+		{"failover host, primary eu", foHost, "", euOnly},
+		{"composed host, tiers eu+us,ap by weight", tierHost, "failover host, primary eu", oneOf(euOnly, usOnly)},
 	} {
-		q := query{r.host + ".", "A"}
+		q := query{r.host + ".", "A", false}
 		g.rows = append(g.rows, &row{group: g.name, name: r.name, baseline: r.baseline, srv: g.servers[0], addr: eu,
 			warm: repeat(q, *flagWarm), qs: repeat(q, *flagQueries), check: r.check})
 	}
+	// The same answers signed (DO set), against themselves unsigned.
+	for _, r := range []struct {
+		name, host, baseline string
+		check                checker
+	}{
+		{"signed: gslb host, roundRobin, 2 peers", gslbHost, "gslb host, roundRobin, 2 peers", check},
+		{"signed: gslb host, geoip by source address, 2 peers", geoHost, "gslb host, geoip by source address, 2 peers", geoCheck},
+		{"signed: plain k8scrd host", plainHost, "plain k8scrd host", check},
+	} {
+		q := query{r.host + ".", "A", true}
+		g.rows = append(g.rows, &row{group: g.name, name: r.name, baseline: r.baseline, srv: g.servers[1], addr: e.hostport(euSigned),
+			warm: repeat(q, *flagWarm), qs: repeat(q, *flagQueries), check: signedAnswer(r.check)})
+	}
 	return g, nil
+}
+
+// writeCSK writes a fresh ECDSA P-256 key with the SEP flag (a combined
+// signing key) for zone in BIND's K<zone>+013+<tag>.{key,private} files,
+// as the dnssec plugin reads them; it returns the path without extension.
+func writeCSK(dir, zone string) (string, error) {
+	k := &dns.DNSKEY{Hdr: dns.RR_Header{Name: dns.Fqdn(zone), Rrtype: dns.TypeDNSKEY, Class: dns.ClassINET, Ttl: 3600},
+		Flags: 257, Protocol: 3, Algorithm: dns.ECDSAP256SHA256}
+	priv, err := k.Generate(256)
+	if err != nil {
+		return "", err
+	}
+	base := filepath.Join(dir, fmt.Sprintf("K%s+%03d+%05d", dns.Fqdn(zone), k.Algorithm, k.KeyTag()))
+	if err := os.WriteFile(base+".key", []byte(k.String()+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	return base, os.WriteFile(base+".private", []byte(k.PrivateKeyString(priv)), 0o600)
 }
 
 func prefixed(p string, ss []string) []string {
@@ -282,7 +339,7 @@ func splitdnsGroup(e *env) (*group, error) {
 		return g, err
 	}
 	check := sameAnswer("NOERROR", "A 192.0.2.1")
-	if err := waitAnswer(up, query{"probe.example.com.", "A"}, check, time.Minute); err != nil {
+	if err := waitAnswer(up, query{"probe.example.com.", "A", false}, check, time.Minute, nil); err != nil {
 		return g, fmt.Errorf("upstream: %v", err)
 	}
 	// The names of test/bench/splitdns: nine in ten under zone-0.corp ...
@@ -291,9 +348,9 @@ func splitdnsGroup(e *env) (*group, error) {
 	// a window.
 	name := func(i int) query {
 		if i%10 == 9 {
-			return query{fmt.Sprintf("host-%d.example.com.", i), "A"}
+			return query{fmt.Sprintf("host-%d.example.com.", i), "A", false}
 		}
-		return query{fmt.Sprintf("host-%d.svc.zone-%d.corp.", i, i%1000), "A"}
+		return query{fmt.Sprintf("host-%d.svc.zone-%d.corp.", i, i%1000), "A", false}
 	}
 	var warm, qs []query
 	for i := range max(*flagWarm, 1000) {
@@ -331,7 +388,7 @@ func splitdnsGroup(e *env) (*group, error) {
 	var specs []serverSpec
 	for _, c := range cfgs {
 		specs = append(specs, serverSpec{name: strings.NewReplacer(", ", "-", " ", "-").Replace(c.name), corefile: c.corefile,
-			addr: e.hostport(c.ip), pprof: c.ip + ":6053", probe: query{"host-1.svc.zone-0.corp.", "A"}, check: check})
+			addr: e.hostport(c.ip), pprof: c.ip + ":6053", probe: query{"host-1.svc.zone-0.corp.", "A", false}, check: check})
 	}
 	if err := startAll(e, g, specs); err != nil {
 		return g, err

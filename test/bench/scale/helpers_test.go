@@ -3,6 +3,7 @@ package scale_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -192,6 +193,7 @@ type server struct {
 	port     int
 	readyURL string
 	ready    time.Duration // process start to `ready` 200
+	pprof    string        // host:port of the pprof plugin, when FLEETDNS_BENCH_PPROF is set
 }
 
 // startK8sCRD starts coredns with k8scrd reading namespaces from the API
@@ -220,6 +222,10 @@ func startServer(t *testing.T, ip, cpu, stanza string) *server {
 	s.addr = net.JoinHostPort(ip, strconv.Itoa(s.port))
 	readyAddr := harness.HostPort(t, ip)
 	s.readyURL = "http://" + readyAddr + "/ready"
+	if os.Getenv("FLEETDNS_BENCH_PPROF") != "" {
+		s.pprof = harness.HostPort(t, ip)
+		stanza += "\n    pprof " + s.pprof
+	}
 	dir := t.TempDir()
 	cf := filepath.Join(dir, "Corefile")
 	corefile := fmt.Sprintf(`%s:%d {
@@ -371,4 +377,30 @@ func machine() string {
 	host, _ := os.Hostname()
 	kernel, _ := exec.Command("uname", "-r").Output()
 	return fmt.Sprintf("Machine: %s, %d CPUs, Linux %s, %s.", host, runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version())
+}
+
+// saveHeap writes the server's heap profile (go tool pprof
+// -sample_index=inuse_space) to FLEETDNS_BENCH_PPROF/heap-NAME.pb.gz, when
+// that folder is set.
+func (s *server) saveHeap(t *testing.T, name string) {
+	t.Helper()
+	dir := os.Getenv("FLEETDNS_BENCH_PPROF")
+	if dir == "" || s.pprof == "" {
+		return
+	}
+	cl := http.Client{Timeout: 30 * time.Second}
+	resp, err := cl.Get("http://" + s.pprof + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	f := filepath.Join(dir, "heap-"+name+".pb.gz")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("heap profile: %s", f)
 }

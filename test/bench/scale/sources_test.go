@@ -308,6 +308,7 @@ func TestSourcesScale(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			s.saveHeap(t, fmt.Sprintf("%s-%d", kind, r+1))
 			smp := srcSample{ready: s.ready, lastHost: lastHost, rss: rss,
 				plain: dnsperf(t, s, plainQ, loadCPU, seconds), local: dnsperf(t, s, localQ, loadCPU, seconds)}
 			s.Stop()

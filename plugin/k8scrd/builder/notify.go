@@ -1,4 +1,4 @@
-package k8scrd
+package builder
 
 import (
 	"slices"
@@ -12,9 +12,9 @@ import (
 // churn secondaries hear of the latest serial at most this late.
 const notifyInterval = time.Second
 
-// notifier sends NOTIFY (RFC 1996) through the transfer plugin for zones that
+// Notifier sends NOTIFY (RFC 1996) through the transfer plugin for zones that
 // changed, so secondaries transfer at once instead of at the SOA refresh.
-type notifier struct {
+type Notifier struct {
 	xfer *transfer.Transfer
 	skip []string // GSLB zones: not transferred, so not notified
 
@@ -24,12 +24,13 @@ type notifier struct {
 	failing map[string]bool // owned by run
 }
 
-func newNotifier(x *transfer.Transfer, skip []string) *notifier {
-	return &notifier{xfer: x, skip: skip, co: newCoalescer(0, notifyInterval), pending: map[string]bool{}, failing: map[string]bool{}}
+// NewNotifier returns a notifier through x that never notifies the zones in skip.
+func NewNotifier(x *transfer.Transfer, skip []string) *Notifier {
+	return &Notifier{xfer: x, skip: skip, co: newCoalescer(0, notifyInterval), pending: map[string]bool{}, failing: map[string]bool{}}
 }
 
-// changed queues zones; the builder calls it after each swap.
-func (n *notifier) changed(zones []string) {
+// Changed queues zones; the builder calls it after each swap.
+func (n *Notifier) Changed(zones []string) {
 	n.mu.Lock()
 	for _, z := range zones {
 		if !slices.Contains(n.skip, z) {
@@ -40,9 +41,9 @@ func (n *notifier) changed(zones []string) {
 	n.co.poke()
 }
 
-// run sends NOTIFY for the zones queued, at once and then at most once per
+// Run sends NOTIFY for the zones queued, at once and then at most once per
 // notifyInterval, until stop is closed.
-func (n *notifier) run(stop <-chan struct{}) {
+func (n *Notifier) Run(stop <-chan struct{}) {
 	n.co.run(stop, func() time.Duration {
 		n.mu.Lock()
 		zones := n.pending

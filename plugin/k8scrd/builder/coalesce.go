@@ -1,4 +1,4 @@
-package k8scrd
+package builder
 
 import "time"
 

@@ -1,4 +1,14 @@
-package k8scrd
+// Package builder is k8scrd's builder: it merges the objects the feeds hand
+// it into immutable snapshots of the zone data (package tree), admits
+// endpoints by tenancy, refuses RRsets that fit in no message, derives each
+// zone's SOA serial from the data, coalesces bursts of events into one
+// snapshot, and sends NOTIFY to secondaries when zones change
+// (docs/architecture.md, "k8scrd's packages").
+//
+// The feeds call it through the few methods they need (Upsert, Remove,
+// RemoveAt, Synced, Report, SetReporter); it reads no Corefile: setup.go
+// builds its Config.
+package builder
 
 import (
 	"cmp"
@@ -26,11 +36,12 @@ type change struct {
 	version  uint64 // of a removal: the deletion's resourceVersion (0 unknown)
 }
 
-// builder turns object events into snapshots. Sources call upsert, remove and
-// synced from any goroutine; run applies what arrived, coalesced over at most
-// batchDelay, and publishes one snapshot per batch. Only run touches the indexes.
-type builder struct {
-	cfg   *config
+// Builder turns object events into snapshots. Feeds call Upsert, Remove,
+// RemoveAt and Synced from any goroutine; Run applies what arrived,
+// coalesced over at most BatchDelay, and publishes one snapshot per batch.
+// Only Run touches the indexes.
+type Builder struct {
+	cfg   Config
 	snap  *atomic.Pointer[tree.Snapshot]
 	clock atomic.Pointer[func() time.Time] // tests set it; time.Now otherwise
 	co    *coalescer
@@ -70,38 +81,40 @@ type builder struct {
 	dataSOA  map[string]map[string]uint32
 }
 
-// sink is what a feed (the API, the directory) hands its objects to: the
-// builder, which merges, admits (tenancy), refuses what does not fit and
-// publishes snapshots. A feed knows nothing else of it.
-type sink interface {
-	// upsert adds or replaces the object at o.Key.
-	upsert(o *object.Object)
-	// remove and removeAt remove the object at key, deleted at version (its
-	// deletion's resourceVersion; 0 when unknown).
-	remove(key string)
-	removeAt(key string, version uint64)
-	// synced marks the end of the feed's first full listing.
-	synced()
-	// report tells an object's owners why some of its endpoints are not
-	// served; it does nothing until setReporter gives it a way (Events).
-	report(o *object.Object, reason, message string)
-	setReporter(func(o *object.Object, reason, message string))
-}
-
-func (b *builder) report(o *object.Object, reason, message string) {
+// Report tells an object's owners why some of its endpoints are not
+// served; it does nothing until SetReporter gives it a way (Events).
+func (b *Builder) Report(o *object.Object, reason, message string) {
 	if b.reporter != nil {
 		b.reporter(o, reason, message)
 	}
 }
 
-func (b *builder) setReporter(f func(o *object.Object, reason, message string)) { b.reporter = f }
+// SetReporter sets how Report reaches an object's owners. Call it before
+// the first object arrives.
+func (b *Builder) SetReporter(f func(o *object.Object, reason, message string)) { b.reporter = f }
 
-// batchDelay is how long the builder gathers a burst of events into one snapshot.
-const batchDelay = 20 * time.Millisecond
+// SetPrefix sets the block's localtargets- prefix, whose literal records
+// tenancy guards. Call it before Run.
+func (b *Builder) SetPrefix(prefix string) { b.prefix = prefix }
 
-func newBuilder(cfg *config, snap *atomic.Pointer[tree.Snapshot]) *builder {
-	b := &builder{
-		cfg: cfg, snap: snap, co: newCoalescer(batchDelay, 0),
+// OnChange sets changed, told the zones each published snapshot changed,
+// and published, called after every snapshot published (either may be
+// nil). Call it before Run.
+func (b *Builder) OnChange(changed func(zones []string), published func()) {
+	b.changed, b.published = changed, published
+}
+
+// Swaps is the number of snapshots published so far.
+func (b *Builder) Swaps() int64 { return b.swaps.Load() }
+
+// BatchDelay is how long the builder gathers a burst of events into one snapshot.
+const BatchDelay = 20 * time.Millisecond
+
+// New returns a builder of the zones in cfg that publishes its snapshots
+// to snap, which holds the empty zones at once (not synced).
+func New(cfg Config, snap *atomic.Pointer[tree.Snapshot]) *Builder {
+	b := &Builder{
+		cfg: cfg, snap: snap, co: newCoalescer(BatchDelay, 0),
 		pending: make(map[string]change),
 		objects: make(map[string]*object.Object), byName: make(map[string]*object.Object), more: make(map[string][]*object.Object),
 		skipped: make(map[string]int), conflict: make(map[string]int), oversize: map[string][]uint16{},
@@ -115,33 +128,36 @@ func newBuilder(cfg *config, snap *atomic.Pointer[tree.Snapshot]) *builder {
 	for i := range s.Shards {
 		s.Shards[i] = map[string]*tree.Node{}
 	}
-	for _, z := range cfg.zones {
+	for _, z := range cfg.Zones {
 		s.Zones[z] = b.zone(z, nil, 0, 0, nil)
 	}
 	snap.Store(s)
 	return b
 }
 
-func (b *builder) now() time.Time { return (*b.clock.Load())() }
+func (b *Builder) now() time.Time { return (*b.clock.Load())() }
 
-func (b *builder) upsert(o *object.Object) { b.queue(change{key: o.Key, obj: o, received: b.now()}) }
-func (b *builder) remove(key string)       { b.removeAt(key, 0) }
+// Upsert adds or replaces the object at o.Key.
+func (b *Builder) Upsert(o *object.Object) { b.queue(change{key: o.Key, obj: o, received: b.now()}) }
 
-// removeAt removes the object at key, deleted at version (its deletion's
+// Remove removes the object at key (deleted at an unknown version).
+func (b *Builder) Remove(key string) { b.RemoveAt(key, 0) }
+
+// RemoveAt removes the object at key, deleted at version (its deletion's
 // resourceVersion; 0 when unknown).
-func (b *builder) removeAt(key string, version uint64) {
+func (b *Builder) RemoveAt(key string, version uint64) {
 	b.queue(change{key: key, received: b.now(), version: version})
 }
 
-// synced marks the end of the source's first full listing.
-func (b *builder) synced() {
+// Synced marks the end of the feed's first full listing.
+func (b *Builder) Synced() {
 	b.mu.Lock()
 	b.syncedSeen = true
 	b.mu.Unlock()
 	b.co.poke()
 }
 
-func (b *builder) queue(c change) {
+func (b *Builder) queue(c change) {
 	b.mu.Lock()
 	if old, ok := b.pending[c.key]; ok {
 		c.received = old.received // the oldest event waiting decides the delay
@@ -151,17 +167,18 @@ func (b *builder) queue(c change) {
 	b.co.poke()
 }
 
-// run applies batches until stop is closed: a burst waits a short, bounded
+// Run applies batches until stop is closed: a burst waits a short, bounded
 // delay so that one swap carries it.
-func (b *builder) run(stop <-chan struct{}) {
+func (b *Builder) Run(stop <-chan struct{}) {
 	b.co.run(stop, func() time.Duration {
-		b.flush()
+		b.Flush()
 		return 0
 	})
 }
 
-// flush applies everything pending now and publishes the result.
-func (b *builder) flush() {
+// Flush applies everything pending now and publishes the result. Run calls
+// it; so do tests and benchmarks that run no Run.
+func (b *Builder) Flush() {
 	b.mu.Lock()
 	batch := b.pending
 	synced := b.syncedSeen
@@ -228,7 +245,7 @@ func (e *edit) shard(name string) map[string]*tree.Node {
 
 // apply builds the snapshot that follows cur after batch. It copies only the
 // shards that hold a changed name (or an ancestor whose count changed).
-func (b *builder) apply(cur *tree.Snapshot, batch map[string]change) *tree.Snapshot {
+func (b *Builder) apply(cur *tree.Snapshot, batch map[string]change) *tree.Snapshot {
 	next := *cur // copies the shard array: nShards pointers
 	next.Zones = maps.Clone(cur.Zones)
 	e := &edit{s: &next, touched: map[string]bool{}, records: map[string]int{}, cuts: map[string]int{}}
@@ -279,77 +296,8 @@ func (b *builder) apply(cur *tree.Snapshot, batch map[string]change) *tree.Snaps
 	return &next
 }
 
-// observe notes a change of o (its arrival, replacement or removal) at
-// version in the zones o declares names in, and o's SOA from the data.
-func (b *builder) observe(e *edit, o *object.Object, version uint64) {
-	last := ""
-	for name := range o.Names {
-		z := plugin.Zones(b.cfg.zones).Matches(name)
-		if z == "" || z == last {
-			continue
-		}
-		last = z
-		b.versions[z] = max(b.versions[z], version)
-	}
-	if o.SOA == nil {
-		return
-	}
-	z := o.SOA.Hdr.Name
-	e.touched[z] = true
-	b.versions[z] = max(b.versions[z], version)
-	if b.objects[o.Key] == o {
-		if b.dataSOA[z] == nil {
-			b.dataSOA[z] = map[string]uint32{}
-		}
-		b.dataSOA[z][o.Key] = o.SOA.Serial
-	} else {
-		delete(b.dataSOA[z], o.Key)
-	}
-}
-
-// serial is the SOA serial of zone z after a change (old is the zone's data
-// before it, nil at start): derived from the data, so that replicas serving
-// the same data publish the same serial (see README, "SOA serial").
-//
-//   - An SOA given in the data (directory) is the serial, as a zone file's is;
-//     of several, the highest (RFC 1982).
-//   - Else the highest version the zone saw: from the API, the highest
-//     resourceVersion among the objects served and the deletions observed,
-//     taken modulo 2^32 (an etcd revision is a uint64 that grows by one per
-//     write in the cluster; RFC 1982 arithmetic holds while fewer than 2^31
-//     writes separate two serials a secondary compares); from a directory, the
-//     newest file time, and one more than the last serial when a change
-//     falls within the same second.
-//   - It never goes back (RFC 1982) in one replica.
-func (b *builder) serial(z string, old *tree.Zone) uint32 {
-	if soas := b.dataSOA[z]; len(soas) > 0 {
-		var s uint32
-		first := true
-		for _, v := range soas {
-			if first || serialLess(s, v) {
-				s, first = v, false
-			}
-		}
-		return s
-	}
-	s := uint32(b.versions[z])
-	if old == nil {
-		return s
-	}
-	if b.cfg.directory != "" && !serialLess(old.Serial, s) {
-		return old.Serial + 1
-	}
-	if serialLess(s, old.Serial) {
-		return old.Serial
-	}
-	return s
-}
-
-// serialLess reports a < b in RFC 1982 serial number arithmetic.
-func serialLess(a, b uint32) bool { return a != b && int32(b-a) > 0 }
-
 // declare notes that o declares name.
-func (b *builder) declare(name string, o *object.Object) {
+func (b *Builder) declare(name string, o *object.Object) {
 	if _, ok := b.byName[name]; !ok {
 		b.byName[name] = o
 		return
@@ -358,7 +306,7 @@ func (b *builder) declare(name string, o *object.Object) {
 }
 
 // undeclare forgets that o declares name.
-func (b *builder) undeclare(name string, o *object.Object) {
+func (b *Builder) undeclare(name string, o *object.Object) {
 	more := b.more[name]
 	if b.byName[name] == o {
 		if len(more) == 0 {
@@ -377,7 +325,7 @@ func (b *builder) undeclare(name string, o *object.Object) {
 }
 
 // declaredBy returns the objects that declare name, in no order.
-func (b *builder) declaredBy(name string) []*object.Object {
+func (b *Builder) declaredBy(name string) []*object.Object {
 	first, ok := b.byName[name]
 	if !ok {
 		return nil
@@ -388,8 +336,8 @@ func (b *builder) declaredBy(name string) []*object.Object {
 // rebuild recomputes the node at name from every object that declares it,
 // and returns the names whose tenancy decisions depend on its owner when
 // that changed.
-func (b *builder) rebuild(e *edit, name string) (again []string) {
-	zone := plugin.Zones(b.cfg.zones).Matches(name)
+func (b *Builder) rebuild(e *edit, name string) (again []string) {
+	zone := plugin.Zones(b.cfg.Zones).Matches(name)
 	old := e.s.Get(name)
 	n, owner := b.merge(name, zone)
 	switch {
@@ -437,7 +385,7 @@ func (b *builder) rebuild(e *edit, name string) (again []string) {
 
 // ancestors adds delta to the below count of every name strictly between name
 // and the zone apex: these are the empty non-terminals a declared name implies.
-func (b *builder) ancestors(e *edit, name, zone string, delta int32) {
+func (b *Builder) ancestors(e *edit, name, zone string, delta int32) {
 	for p := tree.Parent(name); p != "" && p != zone && len(p) > len(zone); p = tree.Parent(p) {
 		sh := e.shard(p)
 		old := sh[p]
@@ -470,7 +418,7 @@ func countRRs(n *tree.Node) int {
 // merge builds the node at name: targets merged and de-duplicated across
 // objects, a deterministic order, one TTL per RRset (the smallest, RFC 2181
 // §5.2), tenancy applied, a CNAME beside other data skipped.
-func (b *builder) merge(name, zone string) (*tree.Node, string) {
+func (b *Builder) merge(name, zone string) (*tree.Node, string) {
 	first, ok := b.byName[name]
 	if !ok {
 		b.count(name, 0, 0)
@@ -521,7 +469,7 @@ func (b *builder) merge(name, zone string) (*tree.Node, string) {
 		}
 	}
 	if !h.TTLSet {
-		h.TTL = b.cfg.ttl
+		h.TTL = b.cfg.TTL
 	}
 
 	sets, owned, refused, ok = b.refuseCovering(name, zone, owner, kept, sets, owned, refused)
@@ -607,7 +555,7 @@ func hostView(h *store.Host, ep *object.Endpoint) (unready bool) {
 // a wildcard is refused where it would cover a name that another namespace
 // owns or is granted. A refused delegation leaves the name's other sets; a
 // refused wildcard leaves nothing (ok false).
-func (b *builder) refuseCovering(name, zone, owner string, kept []*object.Object, sets []tree.Merged, owned []bool, refused []refusal) ([]tree.Merged, []bool, []refusal, bool) {
+func (b *Builder) refuseCovering(name, zone, owner string, kept []*object.Object, sets []tree.Merged, owned []bool, refused []refusal) ([]tree.Merged, []bool, []refusal, bool) {
 	if !b.cfg.strictish() || name == zone {
 		return sets, owned, refused, true
 	}
@@ -725,7 +673,7 @@ const maxMsgSize = dns.MaxMsgSize
 // (see oversized). A set refused now that was not before is logged once,
 // counted in invalid_endpoints_total{reason="size"} and reported to the
 // objects that declare it; nil sets clears what name had.
-func (b *builder) refuseOversized(name string, sets []tree.Merged, kept []*object.Object) []tree.Merged {
+func (b *Builder) refuseOversized(name string, sets []tree.Merged, kept []*object.Object) []tree.Merged {
 	var refused []uint16
 	sets = slices.DeleteFunc(sets, func(s tree.Merged) bool {
 		size, too := b.oversized(name, s)
@@ -739,11 +687,11 @@ func (b *builder) refuseOversized(name string, sets []tree.Merged, kept []*objec
 		msg := fmt.Sprintf("the %s RRset at %s needs %d octets with its question and the SOA, more than the %d a DNS message holds: refused, as BIND and Knot refuse it",
 			dns.TypeToString[s.Type], name, size, maxMsgSize)
 		log.Warning(msg)
-		invalidEndpoints.WithLabelValues(object.ReasonSize).Inc()
+		object.InvalidEndpoints.WithLabelValues(object.ReasonSize).Inc()
 		if b.reporter != nil {
 			for _, o := range kept {
 				if slices.ContainsFunc(o.At(name), func(e object.Endpoint) bool { return e.Type == s.Type }) {
-					b.report(o, "InvalidEndpoint", msg)
+					b.Report(o, "InvalidEndpoint", msg)
 				}
 			}
 		}
@@ -764,9 +712,9 @@ func (b *builder) refuseOversized(name string, sets []tree.Merged, kept []*objec
 // neither over TCP (a truncated answer without it) nor by transfer (a
 // message that fails to pack). An upper bound is computed first, names
 // uncompressed except the owner; only a set near the limit is packed.
-func (b *builder) oversized(name string, s tree.Merged) (int, bool) {
+func (b *Builder) oversized(name string, s tree.Merged) (int, bool) {
 	var soa dns.RR
-	if zd := b.snap.Load().Zones[plugin.Zones(b.cfg.zones).Matches(name)]; zd != nil && len(zd.SOA) > 0 {
+	if zd := b.snap.Load().Zones[plugin.Zones(b.cfg.Zones).Matches(name)]; zd != nil && len(zd.SOA) > 0 {
 		soa = zd.SOA[0]
 	}
 	nameLen := len(name) + 1 // wire form of a fully qualified name
@@ -818,7 +766,7 @@ const (
 func compareRR(x, y dns.RR) int { return cmp.Compare(object.Rdata(x), object.Rdata(y)) }
 
 // count keeps the tenancy and CNAME conflict gauges equal to what the store skips now.
-func (b *builder) count(name string, skipped, conflicts int) {
+func (b *Builder) count(name string, skipped, conflicts int) {
 	if d := skipped - b.skipped[name]; d != 0 {
 		tenancySkipped.Add(float64(d))
 	}
@@ -839,29 +787,29 @@ func (b *builder) count(name string, skipped, conflicts int) {
 
 // zone builds the zone data: SOA with the serial derived from the data
 // (serial), and the apex NS RRset. old is the zone's data before, nil at start.
-func (b *builder) zone(origin string, apex *tree.Node, records, cuts int, old *tree.Zone) *tree.Zone {
+func (b *Builder) zone(origin string, apex *tree.Node, records, cuts int, old *tree.Zone) *tree.Zone {
 	serial := b.serial(origin, old)
-	c := b.cfg
-	mname := c.mname
+	c := &b.cfg
+	mname := c.MName
 	if mname == "" {
 		mname = "ns1." + origin
 	}
-	rname := c.rname
+	rname := c.RName
 	if rname == "" {
 		rname = "hostmaster." + origin
 	}
 	soa := &dns.SOA{
-		Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: c.ttl},
+		Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: c.TTL},
 		Ns:  mname, Mbox: rname, Serial: serial,
-		Refresh: c.refresh, Retry: c.retry, Expire: c.expire, Minttl: c.negTTL,
+		Refresh: c.Refresh, Retry: c.Retry, Expire: c.Expire, Minttl: c.NegTTL,
 	}
 	neg := dns.Copy(soa)
-	neg.Header().Ttl = min(c.ttl, c.negTTL)
+	neg.Header().Ttl = min(c.TTL, c.NegTTL)
 	zd := &tree.Zone{Origin: origin, Serial: serial, SOA: []dns.RR{soa}, NegSOA: []dns.RR{neg}, Records: records, Cuts: cuts}
 	if apex != nil && len(apex.Get(dns.TypeNS)) > 0 {
 		zd.NS = apex.Get(dns.TypeNS)
 	} else {
-		zd.NS = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: c.ttl}, Ns: mname}}
+		zd.NS = []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: origin, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: c.TTL}, Ns: mname}}
 	}
 	return zd
 }

@@ -1,4 +1,4 @@
-package k8scrd
+package builder
 
 import (
 	"fmt"
@@ -41,13 +41,13 @@ type grant struct {
 	namespace string
 }
 
-// grants are sorted most specific (most labels) first. Empty: no grants,
-// every namespace may publish (subject to tenancy strict).
-type grants []grant
+// Grants are the `tenant` lines, sorted most specific (most labels) first.
+// Empty: no grants, every namespace may publish (subject to tenancy strict).
+type Grants []grant
 
 // holder returns the namespace of the most specific grant covering name; ""
 // when none does.
-func (gs grants) holder(name string) string {
+func (gs Grants) holder(name string) string {
 	for _, g := range gs {
 		if dns.IsSubDomain(g.suffix, name) {
 			return g.namespace
@@ -59,7 +59,7 @@ func (gs grants) holder(name string) string {
 // otherBelow reports whether a grant strictly below name is held by a
 // namespace other than ns: a delegation or wildcard of ns at name would
 // cover names that grant gives away.
-func (gs grants) otherBelow(name, ns string) bool {
+func (gs Grants) otherBelow(name, ns string) bool {
 	for _, g := range gs {
 		if g.namespace != ns && g.suffix != name && dns.IsSubDomain(name, g.suffix) {
 			return true
@@ -68,9 +68,10 @@ func (gs grants) otherBelow(name, ns string) bool {
 	return false
 }
 
-// add records a grant; it returns the namespace already holding suffix when
-// another one does (two equally specific grants for one suffix).
-func (gs *grants) add(ns, suffix string) (conflict string) {
+// Add records a grant of suffix (lower-case, fully qualified) to namespace
+// ns; it returns the namespace already holding suffix when another one does
+// (two equally specific grants for one suffix).
+func (gs *Grants) Add(ns, suffix string) (conflict string) {
 	for _, g := range *gs {
 		if g.suffix == suffix {
 			if g.namespace != ns {
@@ -85,7 +86,7 @@ func (gs *grants) add(ns, suffix string) (conflict string) {
 }
 
 // strictish reports whether names have owners: tenancy strict, or grants.
-func (cfg *config) strictish() bool { return cfg.strict || len(cfg.grants) > 0 }
+func (cfg *Config) strictish() bool { return cfg.Strict || len(cfg.Grants) > 0 }
 
 // refusal is one object's endpoints refused at a name, and why.
 type refusal struct {
@@ -106,8 +107,8 @@ type refusal struct {
 //   - A literal localtargets-<host> record is served only from a
 //     k8gb-labelled object of the namespace that owns <host> (in shared
 //     tenancy: that publishes <host>): peers take it as this cluster's answer.
-func (b *builder) admit(name string, objs []*object.Object) (kept []*object.Object, owner string, refused []refusal) {
-	gs := b.cfg.grants
+func (b *Builder) admit(name string, objs []*object.Object) (kept []*object.Object, owner string, refused []refusal) {
+	gs := b.cfg.Grants
 	holder := ""
 	if len(gs) > 0 {
 		holder = gs.holder(name)
@@ -125,7 +126,7 @@ func (b *builder) admit(name string, objs []*object.Object) (kept []*object.Obje
 			}
 			refused = append(refused, refusal{o, refusedGrant, msg})
 			continue
-		case b.cfg.strict && owner != "" && o.Namespace != owner:
+		case b.cfg.Strict && owner != "" && o.Namespace != owner:
 			refused = append(refused, refusal{o, refusedOwner, fmt.Sprintf("%s belongs to namespace %q, whose object published it first", name, owner)})
 			continue
 		case literal && !o.Verbatim:
@@ -145,7 +146,7 @@ func (b *builder) admit(name string, objs []*object.Object) (kept []*object.Obje
 
 // publishes reports whether namespace ns may speak for host: it owns host
 // (strict tenancy or grants), or publishes it (shared).
-func (b *builder) publishes(host, ns string) bool {
+func (b *Builder) publishes(host, ns string) bool {
 	if b.cfg.strictish() {
 		return b.owner[host] == ns
 	}
@@ -159,8 +160,8 @@ func (b *builder) publishes(host, ns string) bool {
 
 // covers reports whether a delegation at name, or a wildcard *.name, of
 // namespace ns would cover a name that another namespace owns or is granted.
-func (b *builder) covers(name, ns string) bool {
-	if b.cfg.grants.otherBelow(name, ns) {
+func (b *Builder) covers(name, ns string) bool {
+	if b.cfg.Grants.otherBelow(name, ns) {
 		return true
 	}
 	for other, n := range b.ownedBelow[name] {
@@ -175,7 +176,7 @@ func (b *builder) covers(name, ns string) bool {
 // depend on it and must be merged again: the ancestors (their delegations)
 // and their wildcards, and the literal localtargets- name of name. Owners
 // change when names are created or deleted, not on every update.
-func (b *builder) setOwner(name, zone, owner string) (again []string) {
+func (b *Builder) setOwner(name, zone, owner string) (again []string) {
 	old := b.owner[name]
 	if old == owner {
 		return nil
@@ -216,14 +217,14 @@ func (b *builder) setOwner(name, zone, owner string) (again []string) {
 // refuse counts what merge refused at name (the gauges equal what is refused
 // now), logs a reason the first time it applies to the name, and reports
 // each refusal on its object.
-func (b *builder) refuse(name string, refused []refusal) (endpoints int) {
+func (b *Builder) refuse(name string, refused []refusal) (endpoints int) {
 	now := map[string]int{}
 	for _, r := range refused {
 		n := len(r.o.At(name))
 		now[r.reason] += n
 		endpoints += n
 		if b.reporter != nil {
-			b.report(r.o, "NameRefused", r.message)
+			b.Report(r.o, "NameRefused", r.message)
 		}
 	}
 	before := b.refusedAt[name]
