@@ -486,3 +486,44 @@ func mustHost(t *testing.T, g *GSLB, name string) *store.Host {
 	}
 	return h
 }
+
+// TestFallbackTiers: a step of a region's fallback order may be a tier:
+// drawn by weight among its tags with targets, else their targets
+// combined; a tag in two steps is refused.
+func TestFallbackTiers(t *testing.T) {
+	g, pol := composed(t, geoCIDRs+"\nfallback eu us+ap sa")
+	eu := &client{addr: netip.MustParseAddr("10.1.0.1"), bits: 32}
+	views := []tagView{tv("eu"), tv("us", "198.18.2.1"), tv("ap", "198.18.3.1"), tv("sa", "198.18.4.1")}
+	d := g.decide(pol, views, eu, false)
+	if answerTags(views, d) != "combined us+ap" || d.step != stepFallback || d.tier != 1 || d.why != whyFallbackCombined {
+		t.Errorf("eu client: %s step %d tier %d %q", answerTags(views, d), d.step, d.tier, d.why)
+	}
+	if got := stepText(pol, &d); got != "fallback step 1 of eu=us+ap,sa" {
+		t.Errorf("step text %q", got)
+	}
+	// One tag of the tier with targets: that tag.
+	views[1] = tv("us")
+	if d := g.decide(pol, views, eu, false); answerTags(views, d) != "ap" || d.tier != 1 {
+		t.Errorf("us down: %s tier %d", answerTags(views, d), d.tier)
+	}
+	// The tier without targets: the next step.
+	views[2] = tv("ap")
+	if d := g.decide(pol, views, eu, false); answerTags(views, d) != "sa" || d.tier != 2 {
+		t.Errorf("us and ap down: %s tier %d", answerTags(views, d), d.tier)
+	}
+
+	// With weights, one tag of the tier drawn by weight, never weight 0.
+	g, pol = composed(t, geoCIDRs+"\nfallback eu us+ap\nweight us 1 ap 0")
+	views = []tagView{tv("eu"), tv("us", "198.18.2.1"), tv("ap", "198.18.3.1")}
+	for range 200 {
+		if d := g.decide(pol, views, eu, false); answerTags(views, d) != "us" || d.why != whyFallbackDrawn {
+			t.Fatalf("weighted fallback tier: %s %q", answerTags(views, d), d.why)
+		}
+	}
+
+	for _, bad := range []string{"eu=us+ap,us", "eu=us+,ap", "eu=us+us"} {
+		if _, err := parseFallback(bad); err == nil {
+			t.Errorf("parseFallback(%q) accepted", bad)
+		}
+	}
+}

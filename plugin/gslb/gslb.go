@@ -190,7 +190,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			// One draw for both families where the drawn tag has both.
 			d6.chosen, d6.why = d.chosen, d.why
 		}
-		if d.why == whyTierDrawn && d6.why == whyTierDrawn && d.tier == d6.tier && views[d.chosen].has(true) {
+		if (d.why == whyTierDrawn || d.why == whyFallbackDrawn) && d6.why == d.why && d.tier == d6.tier && views[d.chosen].has(true) {
 			// Likewise within a tier.
 			d6.chosen = d.chosen
 		}
