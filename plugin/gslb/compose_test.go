@@ -309,10 +309,23 @@ func TestComposedProperties(t *testing.T) {
 				pol.weights[tag] = r.IntN(3) * 10
 			}
 		}
+		// Fallback orders over a random prefix of perm, their steps
+		// sometimes tiers.
 		pol.fallback = map[string][]string{}
+		fbTiers := map[string][][]string{}
 		for _, tag := range tags {
-			pol.fallback[tag] = perm[:1+r.IntN(len(perm))]
+			order := perm[:1+r.IntN(len(perm))]
+			for k := 0; k < len(order); {
+				n := 1
+				if r.IntN(2) == 0 {
+					n = 1 + r.IntN(len(order)-k)
+				}
+				pol.fallback[tag] = append(pol.fallback[tag], strings.Join(order[k:k+n], "+"))
+				fbTiers[tag] = append(fbTiers[tag], order[k:k+n])
+				k += n
+			}
 		}
+		pol.prepare()
 		var views []tagView
 		for i, tag := range tags {
 			v := tagView{tag: tag, state: stateUp}
@@ -367,6 +380,27 @@ func TestComposedProperties(t *testing.T) {
 		d = g.decide(pol, views, clients[region], aaaa)
 		if views[findTag(views, region)].has(aaaa) && (d.step == stepFallback || answerTags(views, d) != region) {
 			t.Fatalf("iter %d: region %s has targets, answer %s step %d", iter, region, answerTags(views, d), d.step)
+		}
+		if d.step == stepFallback {
+			// One step of the region's order answers, the first with
+			// targets, never mixed with another step.
+			step := fbTiers[region][d.tier-1]
+			ans := combined(views, d.combined, aaaa)
+			if d.chosen >= 0 {
+				ans = []int{d.chosen}
+			}
+			for _, i := range ans {
+				if !slices.Contains(step, views[i].tag) {
+					t.Fatalf("iter %d: fallback answer %s outside step %d %v of %v", iter, answerTags(views, d), d.tier, step, pol.fallback[region])
+				}
+			}
+			for _, earlier := range fbTiers[region][:d.tier-1] {
+				for _, tag := range earlier {
+					if views[findTag(views, tag)].has(aaaa) {
+						t.Fatalf("iter %d: fallback step %d answered while %s of an earlier step has targets", iter, d.tier, tag)
+					}
+				}
+			}
 		}
 	}
 }
