@@ -23,9 +23,10 @@ log() { echo "test-deps: $*" >&2; }
 # test/monitoring; runc, ca-certificates: test/image and make image;
 # zonemaster-cli: test/k8scrd (replicas' SOA serials); bind9: parents for
 # publish_delegation and delv; nftables: the witness partition; dnsviz:
-# DNSSEC judging; pdns-recursor:
+# DNSSEC judging; pdns-server, pdns-backend-sqlite3, sqlite3: a PowerDNS
+# parent for publish_delegation; pdns-recursor:
 # test/gslb (ECS caching); the rest: the tests and make bench.
-apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound pdns-recursor dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind prometheus runc ca-certificates zonemaster-cli bind9 nftables dnsviz)
+apt_pkgs=(dnsutils knot-dnsutils dnsperf nsd knot unbound pdns-recursor dnsdist iproute2 procps psmisc openssl libcap2-bin util-linux valgrind prometheus runc ca-certificates zonemaster-cli bind9 nftables dnsviz pdns-server pdns-backend-sqlite3 sqlite3)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -191,17 +191,7 @@ func (g *GSLB) askParent(ctx context.Context, x exchanger, server string) (deleg
 	slices.Sort(names)
 	glue := map[string][]netip.Addr{}
 	for _, rr := range r.Extra {
-		var (
-			a  netip.Addr
-			ok bool
-		)
-		switch x := rr.(type) {
-		case *dns.A:
-			a, ok = netip.AddrFromSlice(x.A.To4())
-		case *dns.AAAA:
-			a, ok = netip.AddrFromSlice(x.AAAA.To16())
-		}
-		if ok {
+		if a, ok := rrAddr(rr); ok {
 			n := strings.ToLower(rr.Header().Name)
 			glue[n] = append(glue[n], a)
 		}
@@ -233,17 +223,7 @@ func (g *GSLB) askParent(ctx context.Context, x exchanger, server string) (deleg
 			for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
 				if a, err := parentQuery(ctx, x, server, n, t); err == nil {
 					for _, rr := range a.Answer {
-						var (
-							ip netip.Addr
-							ok bool
-						)
-						switch x := rr.(type) {
-						case *dns.A:
-							ip, ok = netip.AddrFromSlice(x.A.To4())
-						case *dns.AAAA:
-							ip, ok = netip.AddrFromSlice(x.AAAA.To16())
-						}
-						if ok {
+						if ip, ok := rrAddr(rr); ok {
 							addrs = append(addrs, ip)
 						}
 					}

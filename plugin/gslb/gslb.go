@@ -53,6 +53,7 @@ type GSLB struct {
 	maxTargets int                 // targets in one answer
 	maxPeers   int                 // peers taken from the parent
 	disc       *discovery
+	deleg      *delegationPublisher // publish_delegation (delegation.go)
 	ns         *nsPattern
 	wit        *witnessConfig // never nil; off with `witness off`
 

@@ -165,6 +165,23 @@ var (
 	}, []string{"zone", "geotag"})
 )
 
+// publish_delegation (delegation.go).
+var (
+	delegationUpdates = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "delegation_updates_total",
+		Help:      "Counter of RFC 2136 UPDATEs of this cluster's delegation sent to the parent's servers, by result (ok, refused, notauth, notzone, notimp, formerr, servfail, rcode, badkey, badsig, badtime, unsigned, malformed, timeout, network).",
+	}, []string{"zone", "result"})
+
+	delegationChecks = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: "gslb",
+		Name:      "delegation_checks_total",
+		Help:      "Counter of checks of this cluster's delegation at the parent, by result (in_place: nothing sent; updated: an UPDATE was due; not_applied: the parent answered it NOERROR but does not hold the records; unreachable).",
+	}, []string{"zone", "result"})
+)
+
 // Results of answers_total.
 const (
 	resultAnswer = iota

@@ -27,6 +27,9 @@ func (g *GSLB) start() {
 	if !g.wit.off {
 		go g.runWitness(g.ctx)
 	}
+	if g.deleg != nil {
+		go g.runDelegation(g.ctx)
+	}
 	if g.pub != nil {
 		// The view follows the store and, with localtargets in the block,
 		// its health verdicts.

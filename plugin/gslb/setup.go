@@ -121,6 +121,8 @@ func (p *parser) word(c *caddy.Controller) error {
 		return p.peer(c)
 	case "peers_from_ns":
 		return p.peersFromNS(c)
+	case "publish_delegation":
+		return p.publishDelegation(c)
 	case "max_targets":
 		n, err := positive(c)
 		if err != nil {
@@ -488,6 +490,9 @@ func (p *parser) finish(c *caddy.Controller) error {
 		return c.Err(err.Error())
 	}
 	g.ns = ns
+	if err := p.finishDelegation(c); err != nil {
+		return err
+	}
 	if p.mmdbPath != "" {
 		r, err := maxminddb.Open(p.mmdbPath)
 		if err != nil {

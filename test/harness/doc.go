@@ -35,5 +35,7 @@
 // k.Apply / TryApply server-side apply any multi-document manifest (DryRun
 // for dry-run=server), k.Kubectl runs kubectl, and StopAPIServer,
 // StartAPIServer, StopEtcd, StartEtcd (or a private StartKube(t)) make
-// faults. StartNSD runs Debian's nsd as a reference authoritative server.
+// faults. StartNSD runs Debian's nsd as a reference authoritative server;
+// StartKnot and StartKnotWith (keys, ACLs) run knotd, StartBIND named (with
+// TSIG keys and update policies: a parent that takes RFC 2136 UPDATEs).
 package harness

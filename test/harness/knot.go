@@ -32,6 +32,23 @@ func StartKnot(t testing.TB, zones map[string]string) *Knot {
 // own server's address.
 func StartKnotAt(t testing.TB, ip string, zones map[string]string) *Knot {
 	t.Helper()
+	return StartKnotWith(t, ip, zones, KnotConfig{})
+}
+
+// KnotConfig is what StartKnotWith adds to StartKnotAt's configuration.
+type KnotConfig struct {
+	// Sections are top-level sections placed before the zones (key:,
+	// acl:), so that a zone can refer to them.
+	Sections string
+	// Zone holds lines added to a zone's entry (origin -> lines, each
+	// indented by four spaces, e.g. "    acl: [eu]").
+	Zone map[string]string
+}
+
+// StartKnotWith is StartKnotAt with cfg: keys, ACLs and per-zone settings,
+// e.g. for a zone that takes RFC 2136 UPDATEs.
+func StartKnotWith(t testing.TB, ip string, zones map[string]string, cfg KnotConfig) *Knot {
+	t.Helper()
 	bin := LookPath(t, "knotd")
 	dir := t.TempDir()
 	var conf strings.Builder
@@ -53,8 +70,9 @@ template:
     zonefile-sync: -1
     zonefile-load: whole
     journal-content: none
-zone:
 `, dir, ip, dir, dir)
+	conf.WriteString(cfg.Sections)
+	conf.WriteString("\nzone:\n")
 	origins := make([]string, 0, len(zones))
 	for origin := range zones {
 		origins = append(origins, dns.Fqdn(origin))
@@ -73,6 +91,9 @@ zone:
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&conf, "  - domain: %q\n    file: %q\n", origin, file)
+		if extra := cfg.Zone[origin]; extra != "" {
+			conf.WriteString(strings.TrimRight(extra, "\n") + "\n")
+		}
 	}
 	cf := filepath.Join(dir, "knot.conf")
 	if err := os.WriteFile(cf, []byte(conf.String()), 0o644); err != nil {
