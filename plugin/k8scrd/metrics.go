@@ -25,3 +25,11 @@ var (
 		Help:      "DNSEndpoints written by k8gb's operator ignored now because the Gslb that controls them is served (resources Gslb).",
 	})
 )
+
+// k8s_gateway's naming conventions (k8sgateway.go).
+var unservedNames = promauto.NewCounterVec(prometheus.CounterOpts{
+	Namespace: plugin.Namespace,
+	Subsystem: "k8scrd",
+	Name:      "unserved_names_total",
+	Help:      "Names that k8s_gateway would serve and this block does not (a naming word off), by reason; logged once per object.",
+}, []string{"reason"})

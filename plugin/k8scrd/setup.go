@@ -52,6 +52,8 @@ type config struct {
 	gatewayClasses []string
 	// resolvers resolve status host names (`resolver ADDRESS...`, host:port).
 	resolvers []string
+	// names are k8s_gateway's naming conventions (k8sgateway.go).
+	names nameConventions
 	// startupWait bounds how long start-up waits for the first sync, as the
 	// kubernetes plugin does; queries before the sync get SERVFAIL.
 	startupWait time.Duration
@@ -277,6 +279,10 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 					return nil, c.Errf("resolver: %v", err)
 				}
 				cfg.resolvers = servers
+			case "hostname_annotation", "service_names", "relative_hosts":
+				if err := parseNameConvention(c, &cfg.names); err != nil {
+					return nil, err
+				}
 			case "fallthrough":
 				k.Fall.SetZonesFromArgs(corefile.Args(c))
 			default:

@@ -70,6 +70,7 @@ func deriveGslb(g *gslbObject, kind string, cfg *config, w gslbWorld) (*declared
 	// choose the objects served as sources of their own, not these.
 	rcfg := *cfg
 	rcfg.ingressClasses, rcfg.gatewayClasses = nil, nil
+	rcfg.names.unserved = func(string, string, string, []unservedName) {} // k8s_gateway's names: the object's own source says them
 
 	refKind, refObject := kindIngress, any(nil)
 	if g.Spec.ResourceRef.empty() {

@@ -54,24 +54,32 @@ func deriveIngress(ing *networkingv1.Ingress, cfg *config, w world) *declared {
 	// Each host's backend Services, in the order the rules give them.
 	backends := map[string][]string{}
 	var order []string
+	var unserved []unservedName // what k8s_gateway would serve and the block does not
+	defer func() { noteUnserved(cfg, kindIngress, ing.Namespace, ing.Name, unserved) }()
 	for _, r := range ing.Spec.Rules {
-		name, ok := lbHostInZones(r.Host, cfg.zones)
-		if !ok {
-			continue // an empty host is every host, not a name; or outside the zones
-		}
-		svcs, seen := backends[name]
-		if !seen {
-			order = append(order, name)
-			svcs = []string{} // a rule host: served even without Services
-		}
-		if r.HTTP != nil {
-			for _, p := range r.HTTP.Paths {
-				if s := p.Backend.Service; s != nil && s.Name != "" {
-					svcs = append(svcs, s.Name)
-				}
+		// An empty host is every host, not a name; a host outside the
+		// zones is not served, unless `relative_hosts` takes it below them.
+		names, relative, _ := cfg.names.hostNames(r.Host, cfg.zones)
+		if relative && !cfg.names.relativeHosts {
+			for _, n := range relativeNames(r.Host, cfg.zones) {
+				unserved = append(unserved, unservedName{n, reasonK8sGatewayRelative})
 			}
 		}
-		backends[name] = svcs
+		for _, name := range names {
+			svcs, seen := backends[name]
+			if !seen {
+				order = append(order, name)
+				svcs = []string{} // a rule host: served even without Services
+			}
+			if r.HTTP != nil {
+				for _, p := range r.HTTP.Paths {
+					if s := p.Backend.Service; s != nil && s.Name != "" {
+						svcs = append(svcs, s.Name)
+					}
+				}
+			}
+			backends[name] = svcs
+		}
 	}
 	for name, svcs := range backends {
 		if len(svcs) == 0 {
@@ -80,15 +88,14 @@ func deriveIngress(ing *networkingv1.Ingress, cfg *config, w world) *declared {
 	}
 	for _, t := range ing.Spec.TLS {
 		for _, h := range t.Hosts {
-			name, ok := lbHostInZones(h, cfg.zones)
-			if !ok {
-				continue
+			names, _, _ := cfg.names.hostNames(h, cfg.zones)
+			for _, name := range names {
+				if _, seen := backends[name]; seen || ing.Spec.DefaultBackend == nil {
+					continue // a rule's host takes its rule's health; without a default backend nothing serves it
+				}
+				backends[name] = def
+				order = append(order, name)
 			}
-			if _, seen := backends[name]; seen || ing.Spec.DefaultBackend == nil {
-				continue // a rule's host takes its rule's health; without a default backend nothing serves it
-			}
-			backends[name] = def
-			order = append(order, name)
 		}
 	}
 	if len(order) == 0 {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -210,23 +209,34 @@ func deriveRoute(v *routeView, cfg *config, w world) *declared {
 	}
 	d.services = routeSortedUnique(services, strings.Compare)
 
-	zones := plugin.Zones(cfg.zones)
+	var unserved []unservedName // what k8s_gateway would serve and the block does not
 	for _, h := range routeSortedUnique(hosts, strings.Compare) {
-		if zones.Matches(h) == "" {
-			continue
-		}
-		dh := declaredHost{name: h, ready: ready}
-		// A host admitted by fewer Gateways than the route is on has
-		// targets of its own; the others share the route's.
-		if t := perHost[h]; t != nil {
-			t.addrs = routeSortedUnique(t.addrs, netip.Addr.Compare)
-			t.hostnames = routeSortedUnique(t.hostnames, strings.Compare)
-			if !slices.Equal(t.addrs, d.addrs) || !slices.Equal(t.hostnames, d.hostnames) {
-				dh.own = t
+		// A host outside the zones is not served, unless `relative_hosts`
+		// takes it below them (h is fully qualified here: a relative host
+		// is read without its final dot).
+		names, relative, _ := cfg.names.hostNames(strings.TrimSuffix(h, "."), cfg.zones)
+		if relative && !cfg.names.relativeHosts {
+			for _, n := range relativeNames(strings.TrimSuffix(h, "."), cfg.zones) {
+				unserved = append(unserved, unservedName{n, reasonK8sGatewayRelative})
 			}
 		}
-		d.hosts = append(d.hosts, dh)
+		for _, name := range names {
+			dh := declaredHost{name: name, ready: ready}
+			// A host admitted by fewer Gateways than the route is on has
+			// targets of its own; the others share the route's.
+			if t := perHost[h]; t != nil {
+				t.addrs = routeSortedUnique(t.addrs, netip.Addr.Compare)
+				t.hostnames = routeSortedUnique(t.hostnames, strings.Compare)
+				if !slices.Equal(t.addrs, d.addrs) || !slices.Equal(t.hostnames, d.hostnames) {
+					dh.own = t
+				}
+			}
+			d.hosts = append(d.hosts, dh)
+		}
 	}
+	noteUnserved(cfg, v.kind, ns, v.meta.Name, unserved)
+	slices.SortFunc(d.hosts, func(x, y declaredHost) int { return strings.Compare(x.name, y.name) })
+	d.hosts = slices.CompactFunc(d.hosts, func(x, y declaredHost) bool { return x.name == y.name })
 	return d
 }
 

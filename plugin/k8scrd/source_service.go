@@ -1,39 +1,129 @@
 package k8scrd
 
 import (
+	"net/netip"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
 // deriveService derives what a Service of type LoadBalancer declares: the
-// hosts of its external-dns hostname annotation that lie inside the zones,
-// the addresses and host names of its load balancer's status, healthy while
-// the Service itself has a ready endpoint. nil: the Service declares
-// nothing (another type, or no host inside the zones).
+// hosts of its hostname annotation (external-dns's, or those
+// `hostname_annotation` names) that lie inside the zones, with
+// `service_names` NAME.NAMESPACE below every zone when it has no hostname
+// annotation, and as targets its spec.externalIPs when it has any (as
+// external-dns and k8s_gateway take them), else the addresses and host
+// names of its load balancer's status; healthy while the Service itself has
+// a ready endpoint. nil: the Service declares nothing (another type, or no
+// host inside the zones).
+//
+// What k8s_gateway would serve of it and the block does not is logged once
+// and counted (noteUnserved).
 func deriveService(svc *corev1.Service, cfg *config, w world) *declared {
-	if svc == nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+	if svc == nil {
 		return nil
 	}
-	var names []string
-	for h := range strings.SplitSeq(svc.Annotations[annotationHostname], ",") {
-		if name, ok := lbHostInZones(h, cfg.zones); ok {
-			names = append(names, name)
+	var unserved []unservedName
+	defer func() { noteUnserved(cfg, kindService, svc.Namespace, svc.Name, unserved) }()
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if svc.Annotations[annotationK8sGatewayEndpoints] == "true" {
+			for _, n := range k8sGatewayServiceNames(svc, cfg.zones) {
+				unserved = append(unserved, unservedName{n, reasonK8sGatewayEndpoints})
+			}
+		}
+		return nil
+	}
+	var names, bad []string
+	key, value, annotated := cfg.names.hostnameAnnotation(svc.Annotations)
+	if annotated {
+		for _, h := range splitHostnames(value) {
+			hosts, relative, invalid := cfg.names.hostNames(h, cfg.zones)
+			switch {
+			case invalid && cfg.names.relativeHosts:
+				bad = append(bad, "annotation "+key+": "+strconv.Quote(h)+" is not a host name")
+			case relative && !cfg.names.relativeHosts:
+				for _, n := range relativeNames(h, cfg.zones) {
+					unserved = append(unserved, unservedName{n, reasonK8sGatewayRelative})
+				}
+			}
+			names = append(names, hosts...)
 		}
 	}
-	if len(names) == 0 {
+	_, k8sGatewayAnnotated := svc.Annotations[annotationK8sGatewayHostname]
+	_, externalDNSAnnotated := svc.Annotations[annotationHostname]
+	switch {
+	case k8sGatewayAnnotated && key != annotationK8sGatewayHostname:
+		// k8s_gateway reads its own annotation first.
+		for _, h := range splitHostnames(svc.Annotations[annotationK8sGatewayHostname]) {
+			hosts, relative, _ := cfg.names.hostNames(h, cfg.zones)
+			if relative && len(hosts) == 0 {
+				hosts = relativeNames(h, cfg.zones)
+			}
+			for _, n := range hosts {
+				unserved = append(unserved, unservedName{n, reasonK8sGatewayAnnotation})
+			}
+		}
+	case !k8sGatewayAnnotated && !externalDNSAnnotated:
+		// Neither annotation: k8s_gateway serves NAME.NAMESPACE below the zones.
+		if cfg.names.serviceNames {
+			names = append(names, relativeNames(svc.Name+"."+svc.Namespace, cfg.zones)...)
+		} else {
+			for _, n := range relativeNames(svc.Name+"."+svc.Namespace, cfg.zones) {
+				unserved = append(unserved, unservedName{n, reasonK8sGatewayServiceName})
+			}
+		}
+	}
+	if len(names) == 0 && len(bad) == 0 {
 		return nil
 	}
 	d := lbDeclared(kindService, &svc.ObjectMeta)
+	d.bad = append(d.bad, bad...)
 	ready := w.ready(svc.Namespace, svc.Name)
 	d.services = []string{svc.Namespace + "/" + svc.Name}
 	for _, n := range names {
 		d.hosts = append(d.hosts, declaredHost{name: n, ready: ready})
 	}
 	d.hosts = lbSortHosts(d.hosts)
-	for i, lb := range svc.Status.LoadBalancer.Ingress {
-		lbAddTarget(d, i, lb.IP, lb.Hostname)
+	if len(svc.Spec.ExternalIPs) > 0 {
+		// External IPs replace the load balancer's status, as external-dns
+		// and k8s_gateway take them.
+		for i, ip := range svc.Spec.ExternalIPs {
+			a, err := netip.ParseAddr(strings.TrimSpace(ip))
+			if err != nil || a.Zone() != "" {
+				d.bad = append(d.bad, "spec.externalIPs["+strconv.Itoa(i)+"] "+strconv.Quote(ip)+": not an IP address")
+				continue
+			}
+			d.addrs = append(d.addrs, a.Unmap())
+		}
+	} else {
+		for i, lb := range svc.Status.LoadBalancer.Ingress {
+			lbAddTarget(d, i, lb.IP, lb.Hostname)
+		}
 	}
 	lbSortTargets(d)
 	return d
+}
+
+// k8sGatewayServiceNames are the names k8s_gateway serves for svc in zones:
+// the hosts of coredns.io/hostname, else of external-dns's annotation (each
+// inside a zone as written, or below every zone when relative), else
+// NAME.NAMESPACE below every zone.
+func k8sGatewayServiceNames(svc *corev1.Service, zones []string) []string {
+	v, ok := svc.Annotations[annotationK8sGatewayHostname]
+	if !ok {
+		v, ok = svc.Annotations[annotationHostname]
+	}
+	if !ok {
+		return relativeNames(svc.Name+"."+svc.Namespace, zones)
+	}
+	var out []string
+	for _, h := range splitHostnames(v) {
+		if name, in := lbHostInZones(h, zones); in {
+			out = append(out, name)
+		} else if looksRelative(strings.ToLower(h)) && isK8sGatewayHost(strings.ToLower(h)) {
+			out = append(out, relativeNames(h, zones)...)
+		}
+	}
+	return out
 }

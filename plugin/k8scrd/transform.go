@@ -83,10 +83,12 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 
 // readAnnotation reports whether a derivation reads annotation k: the GSLB
 // policy (gslb.fleetdns.io/*), external-dns's hostname and TTL, k8gb's
-// (k8gb.io/*), the legacy Ingress class and the default IngressClass mark.
+// (k8gb.io/*), the legacy Ingress class and the default IngressClass mark,
+// and k8s_gateway's hostname and endpoints annotations (k8sgateway.go).
 func readAnnotation(k string) bool {
 	switch k {
-	case annotationIngressClass, annotationDefaultClass, annotationHostname, annotationTTL:
+	case annotationIngressClass, annotationDefaultClass, annotationHostname, annotationTTL,
+		annotationK8sGatewayHostname, annotationK8sGatewayEndpoints:
 		return true
 	}
 	return strings.HasPrefix(k, gslbAnnotations) || strings.HasPrefix(k, "k8gb.io/")
@@ -272,8 +274,8 @@ func trimBackend(s *networkingv1.IngressServiceBackend) *networkingv1.IngressSer
 	return &networkingv1.IngressServiceBackend{Name: s.Name}
 }
 
-// trimService keeps the type and, of a LoadBalancer, its load balancer's
-// addresses and host names. Another type declares nothing (deriveService):
+// trimService keeps the type and, of a LoadBalancer, its external IPs and
+// its load balancer's addresses and host names. Another type declares nothing (deriveService):
 // its metadata stays for the Gslbs that name or select it.
 func trimService(svc *corev1.Service) *corev1.Service {
 	out := &corev1.Service{TypeMeta: svc.TypeMeta, ObjectMeta: trimMeta(&svc.ObjectMeta)}
@@ -281,6 +283,7 @@ func trimService(svc *corev1.Service) *corev1.Service {
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		return out
 	}
+	out.Spec.ExternalIPs = svc.Spec.ExternalIPs
 	for _, lb := range svc.Status.LoadBalancer.Ingress {
 		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname})
 	}
