@@ -119,7 +119,8 @@ func parseFallback(s string) (map[string][]string, error) {
 	return fb, nil
 }
 
-// addFallback adds one region's order to fb.
+// addFallback adds one region's order to fb; a step may be a tier of tags
+// joined with "+", and no tag is in two steps.
 func addFallback(fb map[string][]string, region string, tags []string) error {
 	if _, dup := fb[region]; dup {
 		return fmt.Errorf("fallback for %s given twice", region)
@@ -132,6 +133,19 @@ func addFallback(fb map[string][]string, region string, tags []string) error {
 	}
 	if len(tags) > maxTiers {
 		return fmt.Errorf("fallback for %s has more than %d tags", region, maxTiers)
+	}
+	seen := map[string]bool{}
+	for _, step := range tags {
+		tier, err := parseTier(step)
+		if err != nil {
+			return fmt.Errorf("fallback for %s: %v", region, err)
+		}
+		for _, t := range tier {
+			if seen[t] {
+				return fmt.Errorf("fallback for %s names %s twice", region, t)
+			}
+			seen[t] = true
+		}
 	}
 	fb[region] = tags
 	return nil
@@ -195,6 +209,25 @@ var stepNames = [stepCount]string{"first", "lower_tier", "fallback", "all", "all
 // prepare resolves the weights of the tiers' tags once, so that a draw
 // does not look them up per answer.
 func (pol *policy) prepare() {
+	pol.fbTiers = nil
+	for region, order := range pol.fallback {
+		for _, step := range order {
+			if strings.Contains(step, tierSep) {
+				if pol.fbTiers == nil {
+					pol.fbTiers = map[string][][]string{}
+				}
+				break
+			}
+		}
+		if pol.fbTiers == nil {
+			continue
+		}
+		tiers := make([][]string, len(order))
+		for n, step := range order {
+			tiers[n], _ = parseTier(step) // checked by addFallback
+		}
+		pol.fbTiers[region] = tiers
+	}
 	pol.tierW = nil
 	if pol.tiers == nil || len(pol.weights) == 0 {
 		return
@@ -279,6 +312,9 @@ func decideFallback(pol *policy, views []tagView, aaaa bool, d *decision) bool {
 	if !ok {
 		return false
 	}
+	if tiers, ok := pol.fbTiers[d.geoTag]; ok {
+		return decideFallbackTiers(pol, tiers, views, aaaa, d)
+	}
 	for n, tag := range order {
 		i := findTag(views, tag)
 		if i < 0 {
@@ -288,6 +324,49 @@ func decideFallback(pol *policy, views []tagView, aaaa bool, d *decision) bool {
 			d.chosen, d.why, d.step, d.tier = i, whyFallback, stepFallback, n+1
 			return true
 		}
+	}
+	d.why = whyFallbackEmpty
+	return true
+}
+
+// decideFallbackTiers walks a fallback order whose steps may be tiers: the
+// first step in which a tag has targets answers, by one tag drawn by
+// gslb/weight when its tags with targets have weight, else with their
+// targets combined, as a failover tier does.
+func decideFallbackTiers(pol *policy, tiers [][]string, views []tagView, aaaa bool, d *decision) bool {
+	for n, tier := range tiers {
+		var idx [maxTiers]uint16
+		var ws [maxTiers]int32
+		k, total := 0, 0
+		for _, tag := range tier {
+			i := findTag(views, tag)
+			if i < 0 || !views[i].has(aaaa) {
+				continue
+			}
+			idx[k] = uint16(i)
+			ws[k] = int32(min(pol.weights[tag], 1<<30))
+			total += int(ws[k])
+			k++
+		}
+		if k == 0 {
+			continue
+		}
+		d.step, d.tier = stepFallback, n+1
+		switch {
+		case k == 1:
+			d.chosen, d.why = int(idx[0]), whyFallback
+		case total > 0:
+			r := rand.IntN(total)
+			for j := range k {
+				if r -= int(ws[j]); r < 0 {
+					d.chosen, d.why = int(idx[j]), whyFallbackDrawn
+					break
+				}
+			}
+		default:
+			d.combined, d.why = tier, whyFallbackCombined
+		}
+		return true
 	}
 	d.why = whyFallbackEmpty
 	return true

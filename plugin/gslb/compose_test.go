@@ -309,10 +309,23 @@ func TestComposedProperties(t *testing.T) {
 				pol.weights[tag] = r.IntN(3) * 10
 			}
 		}
+		// Fallback orders over a random prefix of perm, their steps
+		// sometimes tiers.
 		pol.fallback = map[string][]string{}
+		fbTiers := map[string][][]string{}
 		for _, tag := range tags {
-			pol.fallback[tag] = perm[:1+r.IntN(len(perm))]
+			order := perm[:1+r.IntN(len(perm))]
+			for k := 0; k < len(order); {
+				n := 1
+				if r.IntN(2) == 0 {
+					n = 1 + r.IntN(len(order)-k)
+				}
+				pol.fallback[tag] = append(pol.fallback[tag], strings.Join(order[k:k+n], "+"))
+				fbTiers[tag] = append(fbTiers[tag], order[k:k+n])
+				k += n
+			}
 		}
+		pol.prepare()
 		var views []tagView
 		for i, tag := range tags {
 			v := tagView{tag: tag, state: stateUp}
@@ -367,6 +380,27 @@ func TestComposedProperties(t *testing.T) {
 		d = g.decide(pol, views, clients[region], aaaa)
 		if views[findTag(views, region)].has(aaaa) && (d.step == stepFallback || answerTags(views, d) != region) {
 			t.Fatalf("iter %d: region %s has targets, answer %s step %d", iter, region, answerTags(views, d), d.step)
+		}
+		if d.step == stepFallback {
+			// One step of the region's order answers, the first with
+			// targets, never mixed with another step.
+			step := fbTiers[region][d.tier-1]
+			ans := combined(views, d.combined, aaaa)
+			if d.chosen >= 0 {
+				ans = []int{d.chosen}
+			}
+			for _, i := range ans {
+				if !slices.Contains(step, views[i].tag) {
+					t.Fatalf("iter %d: fallback answer %s outside step %d %v of %v", iter, answerTags(views, d), d.tier, step, pol.fallback[region])
+				}
+			}
+			for _, earlier := range fbTiers[region][:d.tier-1] {
+				for _, tag := range earlier {
+					if views[findTag(views, tag)].has(aaaa) {
+						t.Fatalf("iter %d: fallback step %d answered while %s of an earlier step has targets", iter, d.tier, tag)
+					}
+				}
+			}
 		}
 	}
 }
@@ -485,4 +519,45 @@ func mustHost(t *testing.T, g *GSLB, name string) *store.Host {
 		t.Fatalf("no host %s", name)
 	}
 	return h
+}
+
+// TestFallbackTiers: a step of a region's fallback order may be a tier:
+// drawn by weight among its tags with targets, else their targets
+// combined; a tag in two steps is refused.
+func TestFallbackTiers(t *testing.T) {
+	g, pol := composed(t, geoCIDRs+"\nfallback eu us+ap sa")
+	eu := &client{addr: netip.MustParseAddr("10.1.0.1"), bits: 32}
+	views := []tagView{tv("eu"), tv("us", "198.18.2.1"), tv("ap", "198.18.3.1"), tv("sa", "198.18.4.1")}
+	d := g.decide(pol, views, eu, false)
+	if answerTags(views, d) != "combined us+ap" || d.step != stepFallback || d.tier != 1 || d.why != whyFallbackCombined {
+		t.Errorf("eu client: %s step %d tier %d %q", answerTags(views, d), d.step, d.tier, d.why)
+	}
+	if got := stepText(pol, &d); got != "fallback step 1 of eu=us+ap,sa" {
+		t.Errorf("step text %q", got)
+	}
+	// One tag of the tier with targets: that tag.
+	views[1] = tv("us")
+	if d := g.decide(pol, views, eu, false); answerTags(views, d) != "ap" || d.tier != 1 {
+		t.Errorf("us down: %s tier %d", answerTags(views, d), d.tier)
+	}
+	// The tier without targets: the next step.
+	views[2] = tv("ap")
+	if d := g.decide(pol, views, eu, false); answerTags(views, d) != "sa" || d.tier != 2 {
+		t.Errorf("us and ap down: %s tier %d", answerTags(views, d), d.tier)
+	}
+
+	// With weights, one tag of the tier drawn by weight, never weight 0.
+	g, pol = composed(t, geoCIDRs+"\nfallback eu us+ap\nweight us 1 ap 0")
+	views = []tagView{tv("eu"), tv("us", "198.18.2.1"), tv("ap", "198.18.3.1")}
+	for range 200 {
+		if d := g.decide(pol, views, eu, false); answerTags(views, d) != "us" || d.why != whyFallbackDrawn {
+			t.Fatalf("weighted fallback tier: %s %q", answerTags(views, d), d.why)
+		}
+	}
+
+	for _, bad := range []string{"eu=us+ap,us", "eu=us+,ap", "eu=us+us"} {
+		if _, err := parseFallback(bad); err == nil {
+			t.Errorf("parseFallback(%q) accepted", bad)
+		}
+	}
 }

@@ -105,6 +105,7 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 		if e := v.peer.lastErr.Load(); e != nil && v.state != stateUp {
 			l += " last error " + *e
 		}
+		l += v.peer.witnessExplain(v.state)
 		lines = append(lines, l)
 	}
 	lines = append(lines, g.fleetExplain(h)...)

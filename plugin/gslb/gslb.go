@@ -55,6 +55,7 @@ type GSLB struct {
 	disc       *discovery
 	deleg      *delegationPublisher // publish_delegation (delegation.go)
 	ns         *nsPattern
+	wit        *witnessConfig // never nil; off with `witness off`
 
 	// The fleet protocol (fleet.go): nil fl is a gslb without it.
 	fl        *fleetConfig
@@ -114,6 +115,7 @@ func New(zone string) *GSLB {
 		static:     map[string][]string{},
 		maxTargets: defaultMaxTargets,
 		maxPeers:   defaultMaxPeers,
+		wit:        &witnessConfig{},
 		now:        time.Now,
 	}
 	g.peers.Store(&peerSet{byTag: map[string]*peer{}})
@@ -139,6 +141,9 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	}
 	if g.isFleetName(qname) {
 		return g.serveFleet(ctx, w, r)
+	}
+	if g.isPeersName(qname) {
+		return g.servePeers(state)
 	}
 	qtype := state.QType()
 	switch qtype {
@@ -186,7 +191,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 			// One draw for both families where the drawn tag has both.
 			d6.chosen, d6.why = d.chosen, d.why
 		}
-		if d.why == whyTierDrawn && d6.why == whyTierDrawn && d.tier == d6.tier && views[d.chosen].has(true) {
+		if (d.why == whyTierDrawn || d.why == whyFallbackDrawn) && d6.why == d.why && d.tier == d6.tier && views[d.chosen].has(true) {
 			// Likewise within a tier.
 			d6.chosen = d.chosen
 		}

@@ -63,13 +63,24 @@ func startPeer(t testing.TB, targets map[string][]string) *fakePeer {
 // startPeerAt starts a fakePeer answering on addr (UDP).
 func startPeerAt(t testing.TB, addr string, targets map[string][]string) *fakePeer {
 	t.Helper()
+	return startPeerWith(t, addr, targets, nil)
+}
+
+// startPeerWith starts a fakePeer on addr whose answers handler gives
+// (nil: the fakePeer's own).
+func startPeerWith(t testing.TB, addr string, targets map[string][]string, handler func(*fakePeer) dns.HandlerFunc) *fakePeer {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &fakePeer{addr: pc.LocalAddr().String(), targets: targets, ttl: 30}
+	h := dns.HandlerFunc(p.serve)
+	if handler != nil {
+		h = handler(p)
+	}
 	started := make(chan struct{})
-	p.srv = &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(p.serve), NotifyStartedFunc: func() { close(started) }}
+	p.srv = &dns.Server{PacketConn: pc, Handler: h, NotifyStartedFunc: func() { close(started) }}
 	go p.srv.ActivateAndServe()
 	<-started
 	t.Cleanup(func() { p.srv.Shutdown() })

@@ -13,7 +13,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: "gslb",
 		Name:      "peer_state",
-		Help:      "Peer state (unknown, up, stale, down): 1 for the current state of each peer.",
+		Help:      "Peer state (unknown, up, stale, down, partitioned): 1 for the current state of each peer.",
 	}, []string{"zone", "peer", "state"})
 
 	peerQueryDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{

@@ -2,8 +2,10 @@ package gslb
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,9 +30,13 @@ const (
 	// stateDown: failing past split_brain_threshold, or never answered: the
 	// peer counts as having no targets.
 	stateDown
+	// statePartitioned: failing past split_brain_threshold, but a majority
+	// of the other peers that answer the witness still see it up: its last
+	// answers are kept, up to the witness ceiling (witness.go).
+	statePartitioned
 )
 
-var stateNames = [...]string{"unknown", "up", "stale", "down"}
+var stateNames = [...]string{"unknown", "up", "stale", "down", "partitioned"}
 
 func (s state) String() string { return stateNames[s] }
 
@@ -67,6 +73,11 @@ type peer struct {
 	// firstRound is set when a refresh cycle that started after the first
 	// walk of the declared hosts has finished, answered or not.
 	firstRound atomic.Bool
+
+	// verdict is the last witness round's about this peer while it is
+	// silent (witness.go).
+	verdict    atomic.Pointer[verdict]
+	witnessing atomic.Bool // observe is asking the others about it
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -122,12 +133,12 @@ func (p *peer) addr() string {
 }
 
 // state returns the peer's state as of now: a stale peer whose last good
-// answer is older than split_brain_threshold reads as down even before the
-// background loop notices.
+// answer is older than split_brain_threshold reads as partitioned or down
+// (silentState) even before the background loops notice.
 func (p *peer) state(now time.Time) state {
 	s := state(p.st.Load())
-	if s == stateStale && now.Sub(time.Unix(0, p.lastOK.Load())) > p.g.splitBrain {
-		return stateDown
+	if s == stateStale || s == statePartitioned {
+		return p.silentState(now)
 	}
 	return s
 }
@@ -148,7 +159,7 @@ func (p *peer) lookup(host string, now time.Time) (e *hostTargets, st state, mis
 	if v, ok := p.cache.Load(host); ok {
 		return v.(*hostTargets), st, false
 	}
-	return nil, st, st != stateStale
+	return nil, st, st != stateStale && st != statePartitioned
 }
 
 // fetch asks the peer for host's A and AAAA targets (in parallel), caches
@@ -245,6 +256,15 @@ func (p *peer) probe() error {
 // observe moves the peer between states after an answer (err == nil) or a
 // failure. A change is logged once.
 func (p *peer) observe(err error) {
+	if err != nil && p.unwitnessed() && p.witnessing.CompareAndSwap(false, true) {
+		// The peer would go down without a word from the others (its
+		// first failure came past split_brain_threshold, as a fleet SOA
+		// check that times out can): ask them now, before it does. This
+		// runs on the peer's loop; a client whose query missed the
+		// cache waits no longer than timeout all the same (collect).
+		p.g.witness(p.g.loopCtx(), []*peer{p})
+		p.witnessing.Store(false)
+	}
 	now := p.g.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -259,31 +279,43 @@ func (p *peer) observe(err error) {
 		p.retryAt.Store(now.Add(p.backoff()).UnixNano())
 		s := err.Error()
 		p.lastErr.Store(&s)
-		switch old {
-		case stateUnknown, stateDown:
-			next = stateDown
-		default:
-			next = stateStale
-			if now.Sub(time.Unix(0, p.lastOK.Load())) > p.g.splitBrain {
-				next = stateDown
-			}
-		}
+		// Stale, then partitioned or down; a peer that never answered
+		// is down at once.
+		next = p.silentState(now)
 	}
-	if next == old {
-		return
+	if next != old {
+		p.moveTo(old, next, err)
 	}
+}
+
+// moveTo records a change of state (under mu): the state, its series and
+// one log line.
+func (p *peer) moveTo(old, next state, err error) {
 	p.st.Store(int32(next))
 	p.record(func() {
 		peerState.WithLabelValues(p.g.zone, p.tag, old.String()).Set(0)
 		peerState.WithLabelValues(p.g.zone, p.tag, next.String()).Set(1)
 	})
+	if err == nil {
+		if e := p.lastErr.Load(); e != nil {
+			err = errors.New(*e)
+		}
+	}
 	switch next {
 	case stateUp:
 		log.Infof("Peer %s (%s) of %s is up", p.tag, p.addr(), p.g.zone)
 	case stateStale:
 		log.Warningf("Peer %s (%s) of %s is stale, its last answers are believed for %s: %v", p.tag, p.addr(), p.g.zone, p.g.splitBrain, err)
+	case statePartitioned:
+		v := p.verdict.Load()
+		log.Warningf("Peer %s (%s) of %s is partitioned from this cluster: %s of %d peers that answered still see it up, its last answers are kept until they are %s old: %v",
+			p.tag, p.addr(), p.g.zone, strings.Join(v.vouched, ","), len(v.vouched)+len(v.against), p.g.wit.ceiling, err)
 	case stateDown:
-		log.Warningf("Peer %s (%s) of %s is down, it counts as having no targets: %v", p.tag, p.addr(), p.g.zone, err)
+		why := "it counts as having no targets"
+		if old == statePartitioned {
+			why = "no majority of the other peers sees it up any more, or the witness ceiling " + p.g.wit.ceiling.String() + " has passed: " + why
+		}
+		log.Warningf("Peer %s (%s) of %s is down, %s: %v", p.tag, p.addr(), p.g.zone, why, err)
 	}
 }
 

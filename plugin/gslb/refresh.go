@@ -24,6 +24,9 @@ func (g *GSLB) start() {
 	if g.disc != nil {
 		go g.runDiscovery(g.ctx)
 	}
+	if !g.wit.off {
+		go g.runWitness(g.ctx)
+	}
 	if g.deleg != nil {
 		go g.runDelegation(g.ctx)
 	}

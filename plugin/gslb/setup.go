@@ -148,6 +148,8 @@ func (p *parser) word(c *caddy.Controller) error {
 		g.prefix, g.prefixSet = strings.ToLower(args[0]), true
 	case "fleet":
 		return p.fleet(c)
+	case "witness":
+		return p.witness(c)
 	default:
 		return c.Errf("unknown property %q", c.Val())
 	}
@@ -515,7 +517,7 @@ func (p *parser) finish(c *caddy.Controller) error {
 	if g.fl != nil {
 		g.pub = fleet.NewPublisher(g.zone, g.fl.keys, g.fl.limits)
 	}
-	return nil
+	return p.finishWitness(c)
 }
 
 // positive reads the one argument of the current option: a number >= 1.
@@ -539,6 +541,7 @@ func (g *GSLB) derive() {
 	// when that is shorter), whatever TTL the peer gives.
 	g.floor = min(time.Second, g.refresh)
 	g.tick = max(min(g.refresh/2, time.Second), 50*time.Millisecond)
+	g.deriveWitness()
 }
 
 // peerAddrs normalizes ADDRESS[:PORT] arguments (IP addresses, port 53 by

@@ -47,7 +47,8 @@ type policy struct {
 	tiers    [][]string // primary split into tiers; nil when no entry is a tier
 	tierW    [][]int32  // the weights of tiers' tags (prepare); nil without weights
 	weights  map[string]int
-	fallback map[string][]string // geoip region -> its own order
+	fallback map[string][]string   // geoip region -> its own order: tags, or tiers joined with "+"
+	fbTiers  map[string][][]string // fallback split into tiers (prepare); nil when no step is a tier
 	allDown  *allDown
 	ttl      uint32
 	ttlSet   bool
@@ -210,12 +211,14 @@ const (
 	whyClientEmpty = "the client's tag has no targets: all targets"
 	whyClientNoTag = "no geo tag for the client: all targets"
 
-	whyTierDrawn      = "drawn by weight within the first tier with targets"
-	whyTierCombined   = "the first tier with targets, its tags' targets combined"
-	whyFallback       = "the client's tag has no targets: first tag of its fallback order with targets"
-	whyFallbackEmpty  = "the client's tag and its fallback order have no targets: all targets"
-	whyAllDown        = "no tag has targets: the all-down answer"
-	whyAllDownRefused = "no tag has targets, the all-down CNAME is refused at the apex: all targets"
+	whyTierDrawn        = "drawn by weight within the first tier with targets"
+	whyTierCombined     = "the first tier with targets, its tags' targets combined"
+	whyFallback         = "the client's tag has no targets: first tag of its fallback order with targets"
+	whyFallbackDrawn    = "the client's tag has no targets: first step of its fallback order with targets, drawn by weight"
+	whyFallbackCombined = "the client's tag has no targets: first step of its fallback order with targets, its tags' targets combined"
+	whyFallbackEmpty    = "the client's tag and its fallback order have no targets: all targets"
+	whyAllDown          = "no tag has targets: the all-down answer"
+	whyAllDownRefused   = "no tag has targets, the all-down CNAME is refused at the apex: all targets"
 )
 
 // decision is what a strategy chose.

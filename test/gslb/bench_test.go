@@ -80,6 +80,11 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 	// dnsperf's queries come from loopback: map it to a tag so that geoip
 	// without a client subnet does a real lookup (to ap), as one from a
 	// client network would; the subnet variant asks for us's network.
+	// The composed hosts too (tiers eu+us,ap by weight eu=70,us=30): a
+	// composed host against a plain failover host.
+	for _, tag := range tags {
+		f.setComposed(t, tag, hostRegion(tag), hostSorry)
+	}
 	f.start(t, fleetOptions{plainZone: plainZone, gslbExtra: map[string]string{"eu": "        geo cidr 127.0.0.0/8 ap\n"}})
 
 	usNet := strings.Replace(subnetOf["us"], "/16", "/24", 1)
@@ -87,6 +92,7 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 		{name: "k8scrd", host: "www." + plainZone, want: f.union(tags...)},
 		{name: "roundRobin", host: hostRR, want: f.union(tags...)},
 		{name: "failover", host: hostFailover, want: f.union("eu")},
+		{name: "composed", host: hostTiers}, // one tag of the tier eu+us, drawn by weight
 		{name: "weighted", host: hostWeighted},
 		{name: "geoip", host: hostGeo, want: f.union("ap")},
 		{name: "geoip+ECS", host: hostGeo, ecs: usNet, want: f.union("us")},
@@ -189,6 +195,9 @@ func TestBenchmarkGSLBAgainstK8scrd(t *testing.T) {
 			benchkit.Median(qps[v.name]), slices.Min(qps[v.name]), slices.Max(qps[v.name]), benchkit.Median(usPerQ[v.name]),
 			ratio, fmtList(q), benchkit.Median(cpu))
 	}
+	compQ, compCPU := pairedTo("composed", "failover")
+	fmt.Fprintf(&b, "\ncomposed (tiers eu+us,ap, weights eu=70,us=30) / failover (primary eu,us,ap), paired: **%.2f** in q/s (%s), %.2f in CPU per query. Goal >= 0.95.\n",
+		benchkit.Median(compQ), fmtList(compQ), benchkit.Median(compCPU))
 	ecsQ, ecsCPU := pairedTo("geoip+ECS", "geoip")
 	fmt.Fprintf(&b, "\ngeoip with a client subnet / geoip by source address, paired: **%.2f** in q/s (%s), %.2f in CPU per query. Goal for every strategy >= 0.80 of k8scrd: worst %.2f.\n\n",
 		benchkit.Median(ecsQ), fmtList(ecsQ), benchkit.Median(ecsCPU), worst)

@@ -50,22 +50,7 @@ func NewNetNS(t testing.TB, n int) *NetNS {
 		}
 		return nil
 	}
-	// A third octet that no interface of this host uses: test packages
-	// run in parallel, and each takes a /24 of its own.
-	var x int
-	for tries := 0; ; tries++ {
-		if tries == 50 {
-			t.Fatal("NewNetNS: no free 198.18.X.0/24 after 50 tries")
-		}
-		x = rand.IntN(256)
-		out, err := exec.Command(ipcmd, "-o", "-4", "addr", "show").Output()
-		if err != nil {
-			t.Fatalf("ip addr show: %v", err)
-		}
-		if !strings.Contains(string(out), fmt.Sprintf(" 198.18.%d.", x)) {
-			break
-		}
-	}
+	x := freeOctet(t, ipcmd)
 	tag := fmt.Sprintf("%d%04x", os.Getpid()%10000, rand.IntN(1<<16))
 	ns := &NetNS{Name: "fleetdns-" + tag, Host: netip.AddrFrom4([4]byte{198, 18, byte(x), 1})}
 	hostIf, nsIf := "fdh"+tag, "fdn"+tag
@@ -100,6 +85,80 @@ func NewNetNS(t testing.TB, n int) *NetNS {
 		}
 	}
 	return ns
+}
+
+// freeOctet returns a third octet X that no interface of this host uses in
+// 198.18.X.0/24: test packages run in parallel, and each takes a /24 of its
+// own.
+func freeOctet(t testing.TB, ipcmd string) int {
+	t.Helper()
+	for range 50 {
+		x := rand.IntN(256)
+		out, err := exec.Command(ipcmd, "-o", "-4", "addr", "show").Output()
+		if err != nil {
+			t.Fatalf("ip addr show: %v", err)
+		}
+		if !strings.Contains(string(out), fmt.Sprintf(" 198.18.%d.", x)) {
+			return x
+		}
+	}
+	t.Fatal("no free 198.18.X.0/24 after 50 tries")
+	return 0
+}
+
+// NewLAN creates n network namespaces with one address each on one
+// 198.18.X.0/24, joined by a bridge on the host (198.18.X.1), so that they
+// reach each other and the host without routing: as clusters on one
+// network, between which a test can cut single links with a firewall rule
+// inside a namespace. Removed when the test ends; skipped as NewNetNS is.
+func NewLAN(t testing.TB, n int) []*NetNS {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "network namespace: not root")
+	}
+	ipcmd, err := exec.LookPath("ip")
+	if err != nil {
+		Missing(t, "network namespace: no ip command")
+	}
+	if n < 1 || n > 200 {
+		t.Fatalf("NewLAN: %d namespaces, want 1 to 200", n)
+	}
+	run := func(args ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, ipcmd, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	x := freeOctet(t, ipcmd)
+	tag := fmt.Sprintf("%d%03x", os.Getpid()%10000, rand.IntN(1<<12))
+	host := netip.AddrFrom4([4]byte{198, 18, byte(x), 1})
+	br := "fdb" + tag
+	run("link", "add", br, "type", "bridge")
+	t.Cleanup(func() { exec.Command(ipcmd, "link", "del", br).Run() })
+	run("addr", "add", host.String()+"/24", "dev", br)
+	run("link", "set", br, "up")
+	var nss []*NetNS
+	for i := range n {
+		ns := &NetNS{Name: fmt.Sprintf("fleetdns-%s-%d", tag, i), Host: host,
+			Addrs: []netip.Addr{netip.AddrFrom4([4]byte{198, 18, byte(x), byte(10 + i)})}}
+		hostIf, nsIf := fmt.Sprintf("fdh%s%d", tag, i), fmt.Sprintf("fdn%s%d", tag, i)
+		run("netns", "add", ns.Name)
+		t.Cleanup(func() {
+			exec.Command(ipcmd, "link", "del", hostIf).Run()
+			exec.Command(ipcmd, "netns", "del", ns.Name).Run()
+		})
+		run("link", "add", hostIf, "type", "veth", "peer", "name", nsIf)
+		run("link", "set", nsIf, "netns", ns.Name)
+		run("link", "set", hostIf, "master", br)
+		run("link", "set", hostIf, "up")
+		run("-n", ns.Name, "link", "set", "lo", "up")
+		run("-n", ns.Name, "addr", "add", ns.Addrs[0].String()+"/24", "dev", nsIf)
+		run("-n", ns.Name, "link", "set", nsIf, "up")
+		nss = append(nss, ns)
+	}
+	return nss
 }
 
 // Addr returns the namespace's i-th address as a string.
