@@ -102,20 +102,28 @@ func TestCoveringRecordsOfAnotherNamespaceRefused(t *testing.T) {
 	expectAnswers(t, shared, map[string]string{"app.sub.example.org.": "referral"})
 }
 
-// TestReservedNamesRefused: gslb answers _gslb-explain and _gslb-peers
-// itself; store records there are never served in its place.
+// TestReservedNamesRefused: gslb answers _gslb-explain, _gslb-peers and the
+// fleet view at and below _fleet.<zone> itself; store records there are
+// never served in its place.
 func TestReservedNamesRefused(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
 		"a.yaml": testkit.DNSEndpoint("apps", "a", nil,
 			testkit.EP("_gslb-explain.app.example.org", "TXT", 0, "peers: none"),
 			testkit.EP("_gslb-peers.example.org", "TXT", 0, "eu up"),
-			testkit.EP("app.example.org", "A", 0, "192.0.2.1")),
+			testkit.EP("_fleet.example.org", "TXT", 0, "view"),
+			testkit.EP("h._fleet.example.org", "TXT", 0, "hosts"),
+			testkit.EP("app.example.org", "A", 0, "192.0.2.1"),
+			testkit.EP("fleet.example.org", "A", 0, "192.0.2.3")),
 	})
 	check(t, k, []test.Case{
 		{Qname: "_gslb-explain.app.example.org.", Qtype: dns.TypeTXT, Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{negSOA}},
 		{Qname: "_gslb-peers.example.org.", Qtype: dns.TypeTXT, Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{negSOA}},
+		{Qname: "_fleet.example.org.", Qtype: dns.TypeTXT, Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{negSOA}},
+		{Qname: "h._fleet.example.org.", Qtype: dns.TypeTXT, Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{negSOA}},
 		{Qname: "app.example.org.", Qtype: dns.TypeA, Authoritative: true,
 			Answer: []dns.RR{test.A("app.example.org. 30 IN A 192.0.2.1")}},
+		{Qname: "fleet.example.org.", Qtype: dns.TypeA, Authoritative: true,
+			Answer: []dns.RR{test.A("fleet.example.org. 30 IN A 192.0.2.3")}},
 	})
 }
 

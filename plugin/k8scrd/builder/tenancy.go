@@ -29,10 +29,17 @@ const (
 // are refused, so that nothing a tenant publishes is served in their place.
 var reservedLabels = []string{"_gslb-explain", "_gslb-peers"}
 
-// reserved reports whether name's first label is one gslb answers itself.
+// fleetLabel is the fleet view's name (_fleet.<zone>), which gslb answers at
+// and below: a name with this label anywhere is refused too.
+const fleetLabel = "_fleet"
+
+// reserved reports whether name is one gslb answers itself.
 func reserved(name string) bool {
-	first, _, _ := strings.Cut(name, ".")
-	return slices.Contains(reservedLabels, first)
+	first, rest, _ := strings.Cut(name, ".")
+	if slices.Contains(reservedLabels, first) || first == fleetLabel {
+		return true
+	}
+	return strings.HasPrefix(rest, fleetLabel+".") || strings.Contains(rest, "."+fleetLabel+".")
 }
 
 // grant lets namespace publish at or below suffix (`tenant NAMESPACE SUFFIX...`).
