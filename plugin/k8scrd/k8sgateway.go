@@ -252,9 +252,18 @@ var unservedNotes = struct {
 
 const maxUnservedNotes = 16384
 
+// unservedMessage is how the not-served report (the lint, the NameSkipped
+// Event, lint_reasons.go) says u: the name, its reason, what k8s_gateway
+// reads and what serves it here.
+func unservedMessage(u unservedName) string {
+	return u.name + " (" + u.reason + "): " + unservedHelp[u.reason]
+}
+
 // noteUnserved logs and counts the names of an object that k8s_gateway
 // would serve and the block does not, once per distinct set. cfg's zones
 // tell one block from another.
+// With cfg.names.unserved set, it is handed the names instead (sorted,
+// once each).
 func noteUnserved(cfg *config, kind, namespace, name string, names []unservedName) {
 	names = slices.Clone(names)
 	slices.SortFunc(names, func(x, y unservedName) int {

@@ -52,9 +52,12 @@ type lintObject struct {
 }
 
 // lintNote is one thing of an object not served: the name ("" for the
-// whole object), the Event reason it would carry, and the message.
+// whole object), the Event reason it would carry, the message and, for a
+// name k8s_gateway would serve, k8sgateway.go's reason (the label of
+// coredns_k8scrd_unserved_names_total).
 type lintNote struct {
 	name, reason, msg string
+	k8sGateway        string
 }
 
 // Lint lints the manifests under dir against the k8scrd blocks of the
@@ -64,7 +67,8 @@ type lintNote struct {
 //
 // With asJSON, each line is a JSON object instead (JSON Lines): an object
 // {"file", "line", "kind", "namespace", "name", "serves": [{"name",
-// "types"}], "notServed": [{"name", "reason", "message"}]}, an error
+// "types"}], "notServed": [{"name", "reason", "message", "k8sGateway"}]}
+// (k8sGateway: for a name k8s_gateway would serve, k8sgateway.go's reason), an error
 // {"file", "line", "error"}, a block {"block", "zones"} and a summary
 // {"objects", "served", "zones"}.
 func Lint(out io.Writer, dir, corefile string, asJSON bool) int {
@@ -155,6 +159,11 @@ func lintFiles(dir string) ([]string, error) {
 
 // lintBlockRun lints the files for one block and prints the result.
 func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
+	// The names k8s_gateway would serve that the block does not come from
+	// the derivations (k8sgateway.go) to the lint's lines, not to the log.
+	var unserved []unservedName
+	cfg.names.unserved = func(_, _, _ string, names []unservedName) { unserved = append(unserved, names...) }
+	defer func() { cfg.names.unserved = nil }()
 	// Read with every namespace and label, so that what the block's
 	// selection leaves out is said, not silently missing.
 	open := *cfg
@@ -208,7 +217,7 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, doc.line), kind: kindDNSEndpoint, namespace: o.Namespace, name: o.Name}
 			objs = append(objs, lo)
 			if why := lintSelected(cfg, o.Namespace, docLabels(doc.text)); why != "" {
-				lo.notes = append(lo.notes, lintNote{"", EventNameSkipped, why})
+				lo.notes = append(lo.notes, lintNote{"", EventNameSkipped, why, ""})
 				continue
 			}
 			o.Key = key(o.Key)
@@ -218,7 +227,7 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 				if b.Reason == object.ReasonZone {
 					reason = EventNameSkipped
 				}
-				lo.notes = append(lo.notes, lintNote{"", reason, b.Msg})
+				lo.notes = append(lo.notes, lintNote{"", reason, b.Msg, ""})
 			}
 		}
 		for _, s := range p.sources {
@@ -231,7 +240,7 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 			}
 			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, s.line), kind: s.kind, namespace: s.namespace, name: s.name}
 			if why := lintSelected(cfg, s.namespace, lintLabels(s.obj)); why != "" {
-				lo.notes = append(lo.notes, lintNote{"", EventNameSkipped, why})
+				lo.notes = append(lo.notes, lintNote{"", EventNameSkipped, why, ""})
 				objs = append(objs, lo)
 				continue
 			}
@@ -252,14 +261,15 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 			}
 			lo := &lintObject{pos: fmt.Sprintf("%s:%d", rel[r], s.line), kind: s.kind, namespace: s.namespace, name: s.name}
 			noted := len(w.noted)
+			unserved = unserved[:0]
 			decl := s.derive(cfg, w)
 			for _, n := range w.noted[noted:] {
 				_, note, _ := strings.Cut(n, "\x00")
-				lo.notes = append(lo.notes, lintNote{"", EventReferenceRefused, note})
+				lo.notes = append(lo.notes, lintNote{"", EventReferenceRefused, note, ""})
 			}
 			if _, gslb := s.obj.(*gslbObject); !gslb {
-				for _, n := range skippedNames(s.kind, s.obj, decl, cfg, w) {
-					lo.notes = append(lo.notes, lintNote{n.name, EventNameSkipped, n.msg})
+				for _, n := range skippedNames(s.kind, s.obj, decl, unserved, cfg, w) {
+					lo.notes = append(lo.notes, lintNote{name: n.name, reason: EventNameSkipped, msg: n.msg, k8sGateway: n.k8sGateway})
 				}
 			}
 			if decl == nil {
@@ -273,11 +283,11 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 			o.Key = s.key
 			lo.obj = o
 			for _, m := range decl.bad {
-				lo.notes = append(lo.notes, lintNote{"", EventInvalidEndpoint, m})
+				lo.notes = append(lo.notes, lintNote{"", EventInvalidEndpoint, m, ""})
 			}
 			for _, x := range bad {
 				if x.Reason != object.ReasonZone { // skippedNames said it
-					lo.notes = append(lo.notes, lintNote{"", EventInvalidEndpoint, x.Msg})
+					lo.notes = append(lo.notes, lintNote{"", EventInvalidEndpoint, x.Msg, ""})
 				}
 			}
 		}
@@ -320,7 +330,7 @@ func lintMerge(cfg *config, objs []*object.Object) (*tree.Snapshot, map[*object.
 	b := builder.New(cfg.buildConfig(), snap)
 	reports := map[*object.Object][]lintNote{}
 	b.SetReporter(func(o *object.Object, reason, message string) {
-		reports[o] = append(reports[o], lintNote{"", reason, message})
+		reports[o] = append(reports[o], lintNote{"", reason, message, ""})
 	})
 	for _, o := range objs {
 		b.Upsert(o)
@@ -367,7 +377,7 @@ func lintServed(o *object.Object, reports []lintNote, snap *tree.Snapshot, names
 		default:
 			refused[name] = true
 		}
-		notes = append(notes, lintNote{name, r.reason, r.msg})
+		notes = append(notes, lintNote{name, r.reason, r.msg, ""})
 	}
 	// The builder reports in the order it merged (and a name merged again
 	// in a later round again): sorted and once each, for a stable output.
@@ -398,7 +408,7 @@ func lintServed(o *object.Object, reports []lintNote, snap *tree.Snapshot, names
 					if ep.Type == dns.TypeCNAME {
 						msg = fmt.Sprintf("CNAME at %s skipped: other data or another CNAME at the same name (RFC 1034 §3.6.2)", name)
 					}
-					notes = append(notes, lintNote{name, EventNameRefused, msg})
+					notes = append(notes, lintNote{name, EventNameRefused, msg, ""})
 				}
 				continue
 			}
@@ -511,9 +521,10 @@ type lintServes struct {
 }
 
 type lintNotServed struct {
-	Name    string `json:"name,omitempty"`
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
+	Name       string `json:"name,omitempty"`
+	Reason     string `json:"reason"`
+	Message    string `json:"message"`
+	K8sGateway string `json:"k8sGateway,omitempty"`
 }
 
 // object writes an object's line and one line per thing of it not served
@@ -549,7 +560,7 @@ func (o *lintOut) object(lo *lintObject, names []lintServes) {
 		v.Serves = []lintServes{}
 	}
 	for _, n := range lo.notes {
-		v.NotServed = append(v.NotServed, lintNotServed{n.name, n.reason, n.msg})
+		v.NotServed = append(v.NotServed, lintNotServed{n.name, n.reason, n.msg, n.k8sGateway})
 	}
 	o.line(v, "")
 }

@@ -23,35 +23,35 @@ const (
 	EventInvalidEndpoint = "InvalidEndpoint"
 	// EventNameSkipped: a name the object names but that the derivation
 	// or the block does not take: another class, a parent that has not
-	// accepted it, outside the zones, an annotation k8scrd does not read,
-	// a namespace or labels the block does not read.
+	// accepted it, outside the zones, a name k8s_gateway would serve and
+	// the block's naming words do not (k8sgateway.go's reasons), a
+	// namespace or labels the block does not read.
 	EventNameSkipped = "NameSkipped"
 	// EventReferenceRefused: a Gslb names an object it may not use.
 	EventReferenceRefused = "ReferenceRefused"
 )
-
-// annotationK8sGateway is k8s_gateway's hostname annotation (a comma list).
-// Where k8scrd does not take its hosts, they are said skipped, not dropped silently.
-const annotationK8sGateway = "coredns.io/hostname"
 
 // skipNote is one reason a derived object, or one of its names, is not
 // served; name is "" when the reason is the object's as a whole.
 type skipNote struct {
 	name string
 	msg  string
-	zone bool // outside the zones: said on the object only when it declares nothing here
+	// k8sGateway is the reason* of k8sgateway.go when the name is one
+	// k8s_gateway would serve and the block's naming words do not.
+	k8sGateway string
+	zone       bool // outside the zones: said on the object only when it declares nothing here
 	// lintOnly: said by the lint, not as an Event: a route its parent has
-	// not looked at yet (an Event would race the controller), a
-	// LoadBalancer Service without a hostname (most are not meant for DNS).
+	// not looked at yet (an Event would race the controller).
 	lintOnly bool
 }
 
 // skippedNames explains what of a derived object (an Ingress, a Service, a
 // route) the derivation did not take, given what it declared (d, nil for
-// nothing): the names it names that are not among d's hosts, and why. It
-// reads the object as the derivations do and decides nothing: the
-// derivation's answer stands, this only says why.
-func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []skipNote {
+// nothing) and the names k8s_gateway would serve that the derivation
+// handed to cfg.names.unserved (unserved): the names it names that are not
+// among d's hosts, and why. It reads the object as the derivations do and
+// decides nothing: the derivation's answer stands, this only says why.
+func skippedNames(kind string, obj any, d *declared, unserved []unservedName, cfg *config, w world) []skipNote {
 	var notes []skipNote
 	took := func(name string) bool {
 		if d == nil {
@@ -59,18 +59,25 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 		}
 		return slices.ContainsFunc(d.hosts, func(h declaredHost) bool { return h.name == name })
 	}
-	// zone notes a host outside the zones; in reports whether it is inside.
+	// zone notes a host outside the zones; in reports whether it is
+	// inside (with `relative_hosts`, a relative host is, below the zones).
+	// A relative host without `relative_hosts` is the derivation's to say
+	// (reasonK8sGatewayRelative), not one of another domain.
 	zone := func(host, from string) (name string, in bool) {
 		host = strings.TrimSpace(host)
 		if host == "" || host == "." {
 			return "", false
 		}
-		name = strings.ToLower(strings.TrimSuffix(host, ".") + ".")
-		if _, ok := lbHostInZones(host, cfg.zones); !ok {
-			notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.zones, " ")), zone: true})
-			return name, false
+		names, relative, _ := cfg.names.hostNames(host, cfg.zones)
+		switch {
+		case len(names) > 0:
+			return names[0], true
+		case relative:
+			return "", false
 		}
-		return name, true
+		name = strings.ToLower(strings.TrimSuffix(host, ".") + ".")
+		notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.zones, " ")), zone: true})
+		return name, false
 	}
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
@@ -94,31 +101,24 @@ func skippedNames(kind string, obj any, d *declared, cfg *config, w world) []ski
 			}
 		}
 	case *corev1.Service:
-		_, k8sgw := o.Annotations[annotationK8sGateway]
-		hosts, annotated := o.Annotations[annotationHostname]
-		switch {
-		case o.Spec.Type != corev1.ServiceTypeLoadBalancer:
+		// The annotation the block reads (hostname_annotation); the
+		// others, and NAME.NAMESPACE, are the derivation's to say.
+		key, hosts, annotated := cfg.names.hostnameAnnotation(o.Annotations)
+		_, k8sgw := o.Annotations[annotationK8sGatewayHostname]
+		if o.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			if annotated || k8sgw {
-				return append(notes, skipNote{name: "", msg: fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", o.Spec.Type)})
+				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", o.Spec.Type)})
 			}
-			return nil // a ClusterIP Service names no host: nothing to say
-		case !annotated && !k8sgw && d == nil:
-			return append(notes, skipNote{name: "", msg: "a LoadBalancer Service without the " + annotationHostname + " annotation declares no name", lintOnly: true})
+			break // else a ClusterIP Service names no host, unless k8s_gateway's resolve-endpoints
 		}
-		for h := range strings.SplitSeq(hosts, ",") {
-			zone(h, annotationHostname)
+		for _, h := range splitHostnames(hosts) {
+			zone(h, "annotation "+key)
 		}
 	case *gatewayv1.HTTPRoute, *gatewayv1.GRPCRoute, *gatewayv1.TLSRoute:
 		notes = append(notes, skippedRoute(routeOf(kind, obj), d, cfg, w, zone, took)...)
 	}
-	if m, err := meta.Accessor(obj); err == nil {
-		if v, ok := m.GetAnnotations()[annotationK8sGateway]; ok {
-			for h := range strings.SplitSeq(v, ",") {
-				if name, in := zone(h, annotationK8sGateway); in && !took(name) {
-					notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s: annotation %s is k8s_gateway's, and this block does not read it", name, annotationK8sGateway)})
-				}
-			}
-		}
+	for _, u := range unserved {
+		notes = append(notes, skipNote{name: u.name, msg: unservedMessage(u), k8sGateway: u.reason})
 	}
 	return notes
 }
@@ -203,14 +203,15 @@ func zoneSkipped(o *object.Object, bad []object.Invalid, zones []string) string 
 }
 
 // reportSkipped reports on a derived object, as Events, what of it the
-// derivation did not take and why (skippedNames): the API feed's side of
+// derivation did not take and why (skippedNames; unserved: what the
+// derivation handed to cfg.names.unserved): the API feed's side of
 // what the lint prints. The eventer bounds them (per object, per namespace,
 // de-duplicated), as it bounds refusals.
-func (c *cluster) reportSkipped(kind string, obj any, d *declared) {
+func (c *cluster) reportSkipped(kind string, obj any, d *declared, unserved []unservedName) {
 	if isGslbKind(kind) {
 		return
 	}
-	notes := skippedNames(kind, obj, d, c.cfg, c)
+	notes := skippedNames(kind, obj, d, unserved, c.cfg, c)
 	if len(notes) == 0 {
 		return
 	}
@@ -225,6 +226,28 @@ func (c *cluster) reportSkipped(kind string, obj any, d *declared) {
 		}
 		c.b.report(o, EventNameSkipped, n.msg+"; not served")
 	}
+}
+
+// deriveReported derives obj as derive does, and returns besides the names
+// k8s_gateway would serve that the block does not, which the derivation
+// hands to cfg.names.unserved: logged and counted as noteUnserved does
+// (or handed to cfg's own collector), and said in the NameSkipped Events.
+func deriveReported(kind string, obj any, cfg *config, w world) (*declared, []gatewayv1.ParentReference, []unservedName) {
+	var (
+		unserved        []unservedName
+		called          bool
+		uKind, ns, name string
+	)
+	dcfg := *cfg
+	dcfg.names.unserved = func(k, n, m string, names []unservedName) {
+		unserved = append(unserved, names...)
+		called, uKind, ns, name = true, k, n, m
+	}
+	d, refs := derive(kind, obj, &dcfg, w)
+	if called {
+		noteUnserved(cfg, uKind, ns, name, unserved)
+	}
+	return d, refs, unserved
 }
 
 // reportZoneSkipped reports on a DNSEndpoint none of whose names is inside

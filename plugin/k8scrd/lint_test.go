@@ -126,7 +126,7 @@ func TestLintSaysWhatIsNotServedAndWhy(t *testing.T) {
 		`a.yaml:18: DNSEndpoint kube-system/c: serves nothing`,
 		`a.yaml:18: DNSEndpoint kube-system/c: NameSkipped: namespace "kube-system" is not one this block reads (namespaces team-a team-b)`,
 		`a.yaml:29: Ingress team-a/i: NameSkipped: IngressClass "traefik" is not one ingress_class serves (nginx)`,
-		`a.yaml:35: Service team-a/s: NameSkipped: s.example.org.: annotation coredns.io/hostname is k8s_gateway's, and this block does not read it`,
+		"a.yaml:35: Service team-a/s: NameSkipped: s.example.org. (k8s_gateway_annotation): k8s_gateway annotation coredns.io/hostname; enable with `hostname_annotation coredns.io/hostname external-dns.alpha.kubernetes.io/hostname`",
 		`a.yaml:46: HTTPRoute team-b/r: NameSkipped: parent Gateway team-b/gw has not accepted it (no Accepted=True at generation 2 in status.parents)`,
 		`6 objects, 2 names served in example.org.`,
 	)
@@ -236,4 +236,112 @@ func TestLintExpandsACIDRKey(t *testing.T) {
 		t.Errorf("exit %d, want %d:\n%s", code, LintServed, out)
 	}
 	wantLines(t, out, "ptr.yaml:1: DNSEndpoint default/ptr: serves 5.1.0.10.in-addr.arpa. PTR", "1 objects, 1 names served in 0.0.10.in-addr.arpa. 1.0.10.in-addr.arpa.")
+}
+
+// lintK8sGatewayObjects are the names k8s_gateway serves that external-dns's
+// conventions do not: a Service annotated coredns.io/hostname, a
+// LoadBalancer Service without any annotation (NAME.NAMESPACE), an Ingress
+// host relative to the zone, and a headless Service asking for its pod
+// addresses (which no word serves).
+const lintK8sGatewayObjects = `apiVersion: v1
+kind: Service
+metadata: {name: annotated, namespace: web, annotations: {coredns.io/hostname: "shop.example.org, api.example.org"}}
+spec: {type: LoadBalancer}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.1}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: plain, namespace: web}
+spec: {type: LoadBalancer}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.2}]}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: rel, namespace: web}
+spec:
+  rules: [{host: myapp}]
+status: {loadBalancer: {ingress: [{ip: 192.0.2.3}]}}
+`
+
+const lintK8sGatewayEndpoints = `apiVersion: v1
+kind: Service
+metadata: {name: pods, namespace: web, annotations: {k8s-gateway.dns/resolve-endpoints: "true"}}
+spec: {clusterIP: None}
+`
+
+// TestLintK8sGatewayNames: without the naming words, each name k8s_gateway
+// would serve is listed with k8sgateway.go's reason and its advice, and the
+// lint exits 1; with them, the same names are served and it exits 0. The
+// coredns.io/hostname hosts are not said skipped once hostname_annotation
+// reads the annotation.
+func TestLintK8sGatewayNames(t *testing.T) {
+	const without = "example.org {\n k8scrd {\n  resources Ingress Service\n }\n}\n"
+	const with = "example.org {\n k8scrd {\n  resources Ingress Service\n  hostname_annotation coredns.io/hostname external-dns.alpha.kubernetes.io/hostname\n  service_names\n  relative_hosts\n }\n}\n"
+	files := map[string]string{"gw.yaml": lintK8sGatewayObjects}
+
+	code, out := lintRun(t, without, files)
+	if code != LintNotServed {
+		t.Errorf("without the words: exit %d, want %d:\n%s", code, LintNotServed, out)
+	}
+	wantLines(t, out,
+		"gw.yaml:1: Service web/annotated: serves nothing",
+		"gw.yaml:1: Service web/annotated: NameSkipped: api.example.org. (k8s_gateway_annotation): "+unservedHelp[reasonK8sGatewayAnnotation],
+		"gw.yaml:1: Service web/annotated: NameSkipped: shop.example.org. (k8s_gateway_annotation): "+unservedHelp[reasonK8sGatewayAnnotation],
+		"gw.yaml:7: Service web/plain: serves nothing",
+		"gw.yaml:7: Service web/plain: NameSkipped: plain.web.example.org. (k8s_gateway_service_name): k8s_gateway NAME.NAMESPACE name of a LoadBalancer Service; enable with `service_names`",
+		"gw.yaml:13: Ingress web/rel: serves nothing",
+		"gw.yaml:13: Ingress web/rel: NameSkipped: myapp.example.org. (k8s_gateway_relative_host): k8s_gateway host relative to the zone; enable with `relative_hosts`",
+		"3 objects, 0 names served in example.org.",
+	)
+	if strings.Contains(out, "outside the zones") {
+		t.Errorf("a relative host said outside the zones as well as relative:\n%s", out)
+	}
+
+	code, out = lintRun(t, with, files)
+	if code != LintServed {
+		t.Errorf("with the words: exit %d, want %d:\n%s", code, LintServed, out)
+	}
+	wantLines(t, out,
+		"gw.yaml:1: Service web/annotated: serves api.example.org. A, shop.example.org. A",
+		"gw.yaml:7: Service web/plain: serves plain.web.example.org. A",
+		"gw.yaml:13: Ingress web/rel: serves myapp.example.org. A",
+		"3 objects, 4 names served in example.org.",
+	)
+	if strings.Contains(out, "NameSkipped") {
+		t.Errorf("with the words, a name is still said skipped:\n%s", out)
+	}
+
+	// Pod addresses: no word serves them; said with the advice, words or not.
+	for _, corefile := range []string{without, with} {
+		code, out = lintRun(t, corefile, map[string]string{"pods.yaml": lintK8sGatewayEndpoints})
+		if code != LintNotServed {
+			t.Errorf("resolve-endpoints: exit %d, want %d:\n%s", code, LintNotServed, out)
+		}
+		wantLines(t, out, "pods.yaml:1: Service web/pods: NameSkipped: pods.web.example.org. (k8s_gateway_resolve_endpoints): "+unservedHelp[reasonK8sGatewayEndpoints])
+	}
+}
+
+// TestLintK8sGatewayNamesAsJSON: the JSON line carries k8sgateway.go's
+// reason apart, the label of coredns_k8scrd_unserved_names_total.
+func TestLintK8sGatewayNamesAsJSON(t *testing.T) {
+	dir := t.TempDir()
+	cf := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(cf, []byte("example.org {\n k8scrd {\n  resources Service\n }\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := filepath.Join(dir, "m")
+	if err := os.MkdirAll(m, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(m, "s.yaml"), []byte(lintK8sGatewayObjects), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := Lint(&out, m, cf, true); code != LintNotServed {
+		t.Errorf("exit %d, want %d", code, LintNotServed)
+	}
+	want := `"notServed":[{"name":"plain.web.example.org.","reason":"NameSkipped","message":"plain.web.example.org. (k8s_gateway_service_name): k8s_gateway NAME.NAMESPACE name of a LoadBalancer Service; enable with ` + "`service_names`" + `","k8sGateway":"k8s_gateway_service_name"}]`
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("no JSON line with %s:\n%s", want, out.String())
+	}
 }

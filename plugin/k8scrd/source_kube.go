@@ -609,9 +609,10 @@ func (c *cluster) sync(key string) {
 		d, parents = c.deriveGslbAt(key, kind, ns, name)
 	} else {
 		var refs []gatewayv1.ParentReference
-		d, refs = derive(kind, obj, c.cfg, c)
+		var unserved []unservedName
+		d, refs, unserved = deriveReported(kind, obj, c.cfg, c) // lint_reasons.go
 		parents = routeParents(ns, refs)
-		c.reportSkipped(kind, obj, d) // lint_reasons.go
+		c.reportSkipped(kind, obj, d, unserved)
 	}
 	if d == nil {
 		c.use(key, parents)

@@ -86,9 +86,6 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 // (k8gb.io/*), the legacy Ingress class and the default IngressClass mark,
 // and k8s_gateway's hostname and endpoints annotations (k8sgateway.go).
 func readAnnotation(k string) bool {
-	if k == annotationK8sGateway {
-		return true // its hosts, when not read, are said skipped (lint_reasons.go)
-	}
 	switch k {
 	case annotationIngressClass, annotationDefaultClass, annotationHostname, annotationTTL,
 		annotationK8sGatewayHostname, annotationK8sGatewayEndpoints:
