@@ -1,6 +1,7 @@
 package k8scrd
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,12 +69,12 @@ func skippedNames(kind string, obj any, d *declared, unserved []unservedName, cf
 		if host == "" || host == "." {
 			return "", false
 		}
-		names, relative, _ := cfg.names.hostNames(host, cfg.zones)
+		names, relative, invalid := cfg.names.hostNames(host, cfg.zones)
 		switch {
 		case len(names) > 0:
 			return names[0], true
-		case relative:
-			return "", false
+		case relative, invalid && cfg.names.relativeHosts:
+			return "", false // an invalid one: the derivation says it (d.bad)
 		}
 		name = strings.ToLower(strings.TrimSuffix(host, ".") + ".")
 		notes = append(notes, skipNote{name: name, msg: fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.zones, " ")), zone: true})
@@ -107,7 +108,8 @@ func skippedNames(kind string, obj any, d *declared, unserved []unservedName, cf
 		_, k8sgw := o.Annotations[annotationK8sGatewayHostname]
 		if o.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			if annotated || k8sgw {
-				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", o.Spec.Type)})
+				t := cmp.Or(o.Spec.Type, corev1.ServiceTypeClusterIP) // the API's default
+				notes = append(notes, skipNote{name: "", msg: fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", t)})
 			}
 			break // else a ClusterIP Service names no host, unless k8s_gateway's resolve-endpoints
 		}

@@ -1,7 +1,10 @@
 package migrate_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,14 +125,7 @@ func TestK8sGatewayGuideAnswersAsK8sGateway(t *testing.T) {
 
 	corefile := guideCorefile(t)
 	guide := startGuideCorefile(t, corefile, k.Kubeconfig)
-	var plain []string // the same block with external-dns's conventions: the naming words left out
-	for l := range strings.SplitSeq(corefile, "\n") {
-		if w := strings.Fields(l); len(w) > 0 && slices.Contains([]string{"hostname_annotation", "service_names", "relative_hosts"}, w[0]) {
-			continue
-		}
-		plain = append(plain, l)
-	}
-	off := startGuideCorefile(t, strings.Join(plain, "\n"), k.Kubeconfig)
+	off := startGuideCorefile(t, withoutWords(corefile), k.Kubeconfig)
 
 	t.Run("answers", func(t *testing.T) {
 		for _, row := range answerRows(t) {
@@ -225,15 +221,7 @@ type guideServer struct {
 func guideCorefile(t *testing.T) string {
 	t.Helper()
 	root := harness.ModuleRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "docs/replace-k8s-gateway.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)~~~ corefile\n(.*?)~~~").FindStringSubmatch(string(b))
-	if m == nil {
-		t.Fatal("docs/replace-k8s-gateway.md: no corefile block")
-	}
-	corefile := m[1]
+	corefile := guideDocCorefile(t)
 
 	helm := filepath.Join(harness.KubeBin(t), "helm")
 	if _, err := os.Stat(helm); err != nil {
@@ -277,6 +265,33 @@ func guideCorefile(t *testing.T) string {
 	return ""
 }
 
+// guideDocCorefile is the Corefile block of docs/replace-k8s-gateway.md.
+func guideDocCorefile(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(harness.ModuleRoot(t), "docs/replace-k8s-gateway.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)~~~ corefile\n(.*?)~~~").FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatal("docs/replace-k8s-gateway.md: no corefile block")
+	}
+	return m[1]
+}
+
+// withoutWords is corefile with external-dns's conventions: the naming
+// words left out.
+func withoutWords(corefile string) string {
+	var plain []string
+	for l := range strings.SplitSeq(corefile, "\n") {
+		if w := strings.Fields(l); len(w) > 0 && slices.Contains([]string{"hostname_annotation", "service_names", "relative_hosts"}, w[0]) {
+			continue
+		}
+		plain = append(plain, l)
+	}
+	return strings.Join(plain, "\n")
+}
+
 // startGuideCorefile runs corefile on a loopback address of its own, with
 // its metrics and ready on free ports and k8scrd reading kubeconfig.
 func startGuideCorefile(t *testing.T, corefile, kubeconfig string) *guideServer {
@@ -297,6 +312,7 @@ func startGuideCorefile(t *testing.T, corefile, kubeconfig string) *guideServer 
 // answerRow is one row of answers.md.
 type answerRow struct {
 	name, qtype, k8sGateway, want, where string
+	why                                  string // why fleetdns's answer differs ("" when the same)
 }
 
 // answerRows reads testdata/k8s_gateway/answers.md: fleetdns's answer is
@@ -318,6 +334,7 @@ func answerRows(t *testing.T) []answerRow {
 		if r.want == "same" {
 			r.want = r.k8sGateway
 		} else if i := strings.Index(r.want, " ("); i > 0 {
+			r.why = strings.TrimSuffix(r.want[i+2:], ")")
 			r.want = r.want[:i]
 		} else {
 			t.Fatalf("answers.md: %s %s: a different answer without its reason", r.name, r.qtype)
@@ -459,4 +476,110 @@ func acceptRoutes(t *testing.T, k *harness.Kube) {
 			}
 		}
 	}
+}
+
+// TestK8sGatewayGuideLint runs the guide's pre-flight check, `coredns -lint`,
+// over k8s_gateway's examples as the guide test applies them (before any
+// controller wrote a status): with the guide's Corefile, the names the lint
+// lists with a k8s_gateway reason are exactly the rows answers.md marks
+// `unserved REASON`, and the TLSRoute of the row `route not accepted` is
+// listed as not accepted; without the naming words, every name the words
+// serve is listed with its reason and advice. The other differing rows of
+// answers.md are the shape of an answer (NODATA for NXDOMAIN, an empty
+// non-terminal, a wildcard's depth, merged addresses), not a name left
+// unserved: nothing for the lint to list.
+func TestK8sGatewayGuideLint(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "manifests")
+	if err := os.Mkdir(m, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range k8sGatewayManifests {
+		b, err := os.ReadFile(filepath.Join(k8sGatewayData, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As the guide test creates them: the routes at v1 (testdata README).
+		v1 := strings.ReplaceAll(string(b), "gateway.networking.k8s.io/v1alpha2", "gateway.networking.k8s.io/v1")
+		if err := os.WriteFile(filepath.Join(m, f), []byte(v1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	corefile := guideDocCorefile(t)
+
+	unserved := map[string]string{} // name -> reason, of the rows marked unserved
+	for _, r := range answerRows(t) {
+		if reason, ok := strings.CutPrefix(r.why, "unserved "); ok {
+			unserved[dns.Fqdn(strings.ToLower(r.name))] = reason
+		}
+	}
+	if len(unserved) == 0 {
+		t.Fatal("answers.md marks no row unserved")
+	}
+
+	code, out := lintGuide(t, m, filepath.Join(dir, "Corefile"), corefile)
+	if code != 1 {
+		t.Errorf("lint with the guide's Corefile: exit %d, want 1 (a name unserved):\n%s", code, out)
+	}
+	if got := k8sGatewayListed(out); !maps.Equal(got, unserved) {
+		t.Errorf("the lint lists %v with a k8s_gateway reason, answers.md marks %v unserved:\n%s", got, unserved, out)
+	}
+	for _, l := range []string{
+		"test_gateway-api_resources.yml:111: TLSRoute default/myservicetls: NameSkipped: parent Gateway default/gateway-one has not accepted it",
+		"test_single-stack_service-annotation.yml:2: Service default/annotation-good: serves good.ok.foo.org. A (no targets yet)",
+		"test_single-stack_ingress-services.yml:21: Service default/test: serves test.default.foo.org. A (no targets yet)",
+	} {
+		if !strings.Contains(out, l) {
+			t.Errorf("the lint lacks %q:\n%s", l, out)
+		}
+	}
+
+	code, out = lintGuide(t, m, filepath.Join(dir, "Corefile.plain"), withoutWords(corefile))
+	if code != 1 {
+		t.Errorf("lint without the words: exit %d, want 1:\n%s", code, out)
+	}
+	want := maps.Clone(unserved)
+	maps.Copy(want, map[string]string{
+		"test.default.foo.org.":             "k8s_gateway_service_name",
+		"external-dns.kube-system.foo.org.": "k8s_gateway_service_name",
+		"svc2.default.foo.org.":             "k8s_gateway_service_name",
+		"good.ok.foo.org.":                  "k8s_gateway_annotation",
+	})
+	if got := k8sGatewayListed(out); !maps.Equal(got, want) {
+		t.Errorf("without the words the lint lists %v, want %v:\n%s", got, want, out)
+	}
+	if !strings.Contains(out, "good.ok.foo.org. (k8s_gateway_annotation): k8s_gateway annotation coredns.io/hostname; enable with `hostname_annotation coredns.io/hostname external-dns.alpha.kubernetes.io/hostname`") {
+		t.Errorf("good.ok.foo.org. without its advice:\n%s", out)
+	}
+}
+
+// lintGuide writes corefile to path and runs the binary's lint of dir
+// with it, returning the exit code and the output.
+func lintGuide(t *testing.T, dir, path, corefile string) (int, string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(harness.Context(t), time.Minute)
+	defer cancel()
+	out, err := harness.Run(ctx, harness.CoreDNSBinary(t), "-lint", dir, "-conf", path)
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out
+	case errors.As(err, &exit):
+		return exit.ExitCode(), out
+	}
+	t.Fatalf("coredns -lint: %v\n%s", err, out)
+	return 0, ""
+}
+
+// k8sGatewayListed are the names the lint's output lists as not served
+// with a k8s_gateway reason: "NAME (k8s_gateway_REASON): ...".
+func k8sGatewayListed(out string) map[string]string {
+	listed := map[string]string{}
+	for _, m := range regexp.MustCompile(`NameSkipped: (\S+) \((k8s_gateway_[a-z_]+)\): `).FindAllStringSubmatch(out, -1) {
+		listed[m[1]] = m[2]
+	}
+	return listed
 }
