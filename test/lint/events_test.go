@@ -14,8 +14,24 @@ import (
 
 // skippedObjects each name a host that the block below does not serve,
 // for a reason other than tenancy: another Ingress class, k8s_gateway's
-// annotation, a DNSEndpoint whose only name is outside the zone.
+// annotation, k8s_gateway's NAME.NAMESPACE of a LoadBalancer Service and
+// its host relative to the zone (k8s_gateway's naming words off), a
+// DNSEndpoint whose only name is outside the zone.
 const skippedObjects = `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: relative, namespace: NAMESPACE}
+spec:
+  ingressClassName: nginx
+  rules: [{host: myapp}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: plain, namespace: NAMESPACE}
+spec:
+  type: LoadBalancer
+  ports: [{port: 80}]
+---
+apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {name: other-class, namespace: NAMESPACE}
 spec:
@@ -71,7 +87,7 @@ func TestSkippedNamesReportedAsTheLintSaysThem(t *testing.T) {
 		name := head[strings.LastIndexByte(head, '/')+1:]
 		said[name] = rest
 	}
-	for _, name := range []string{"other-class", "k8sgw", "elsewhere"} {
+	for _, name := range []string{"other-class", "k8sgw", "elsewhere", "plain", "relative"} {
 		if said[name] == "" {
 			t.Errorf("the lint says nothing skipped of %s:\n%s", name, out)
 		}
@@ -87,7 +103,13 @@ func TestSkippedNamesReportedAsTheLintSaysThem(t *testing.T) {
 	harness.StartCoreDNS(t, fmt.Sprintf("skip.example:53 {\n    bind %s\n    k8scrd {\n        kubeconfig %s\n        %s\n    }\n    ready %s\n}\n", ip, k.Kubeconfig, stanza, ready),
 		harness.WithReadyURL("http://"+ready+"/ready"))
 
-	for _, c := range []struct{ name, kind string }{{"other-class", "Ingress"}, {"k8sgw", "Service"}, {"elsewhere", "DNSEndpoint"}} {
+	for name, reason := range map[string]string{"k8sgw": "k8s_gateway_annotation", "plain": "k8s_gateway_service_name", "relative": "k8s_gateway_relative_host"} {
+		if !strings.Contains(said[name], "("+reason+"): ") {
+			t.Errorf("the lint says of %s %q, not k8sgateway.go's reason %s", name, said[name], reason)
+		}
+	}
+
+	for _, c := range []struct{ name, kind string }{{"other-class", "Ingress"}, {"k8sgw", "Service"}, {"elsewhere", "DNSEndpoint"}, {"plain", "Service"}, {"relative", "Ingress"}} {
 		testkit.Eventually(t, 15*time.Second, "a NameSkipped Event on "+c.kind+" "+c.name+" saying what the lint said", func() (bool, string) {
 			l, err := k.Clientset().CoreV1().Events(ns).List(harness.Context(t), metav1.ListOptions{
 				FieldSelector: "involvedObject.name=" + c.name + ",involvedObject.kind=" + c.kind})
