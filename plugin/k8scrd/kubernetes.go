@@ -262,7 +262,6 @@ func (k *kubernetes) add(obj any) {
 			k.events.Report(objectRef(c.obj), "InvalidEndpoint", b.Msg+"; skipped, the object's other endpoints are served")
 		}
 	}
-	k.reportZoneSkipped(c.obj, c.bad) // lint_reasons.go
 	if k.owners != nil {
 		k.owners.upsert(c.obj, c.owner)
 		return

@@ -24,9 +24,11 @@ const (
 	EventInvalidEndpoint = "InvalidEndpoint"
 	// EventNameSkipped: a name the object names but that the derivation
 	// or the block does not take: another class, a parent that has not
-	// accepted it, outside the zones, a name k8s_gateway would serve and
-	// the block's naming words do not (k8sgateway.go's reasons), a
-	// namespace or labels the block does not read.
+	// accepted it, a name k8s_gateway would serve and the block's naming
+	// words do not (k8sgateway.go's reasons, but for a Service's
+	// NAME.NAMESPACE). The lint also says names outside the zones, a
+	// Service's NAME.NAMESPACE, and a namespace or labels the block does
+	// not read.
 	EventNameSkipped = "NameSkipped"
 	// EventReferenceRefused: a Gslb names an object it may not use.
 	EventReferenceRefused = "ReferenceRefused"
@@ -40,9 +42,14 @@ type skipNote struct {
 	// k8sGateway is the reason* of k8sgateway.go when the name is one
 	// k8s_gateway would serve and the block's naming words do not.
 	k8sGateway string
-	zone       bool // outside the zones: said on the object only when it declares nothing here
+	// zone: outside the zones. Said by the lint only: a cluster runs
+	// several servers (kube-system's, the GSLB zone's, external-dns's
+	// providers), and a name outside this one's zones is most often
+	// another's, served there; an Event would tell its team otherwise.
+	zone bool
 	// lintOnly: said by the lint, not as an Event: a route its parent has
-	// not looked at yet (an Event would race the controller).
+	// not looked at yet (an Event would race the controller), a
+	// LoadBalancer Service's NAME.NAMESPACE name.
 	lintOnly bool
 }
 
@@ -120,7 +127,10 @@ func skippedNames(kind string, obj any, d *declared, unserved []unservedName, cf
 		notes = append(notes, skippedRoute(routeOf(kind, obj), d, cfg, w, zone, took)...)
 	}
 	for _, u := range unserved {
-		notes = append(notes, skipNote{name: u.name, msg: unservedMessage(u), k8sGateway: u.reason})
+		// A LoadBalancer Service without a hostname is most often not
+		// meant for DNS: its NAME.NAMESPACE name is the lint's to say.
+		notes = append(notes, skipNote{name: u.name, msg: unservedMessage(u), k8sGateway: u.reason,
+			lintOnly: u.reason == reasonK8sGatewayServiceName})
 	}
 	return notes
 }
@@ -178,32 +188,6 @@ func skippedRoute(v *routeView, d *declared, cfg *config, w world, zone func(hos
 	return notes
 }
 
-// zoneSkipped explains the endpoints of a DNSEndpoint outside the zones,
-// for an Event: only when none of its names is inside them (an object this
-// block serves nothing of). A DNSEndpoint that also names other servers'
-// zones is normal; one that names none of ours is most likely a mistake.
-func zoneSkipped(o *object.Object, bad []object.Invalid, zones []string) string {
-	if len(o.Endpoints) > 0 {
-		return ""
-	}
-	var msgs []string
-	for _, b := range bad {
-		if b.Reason == object.ReasonZone {
-			msgs = append(msgs, b.Msg)
-		}
-	}
-	if len(msgs) == 0 {
-		return ""
-	}
-	const most = 5 // an Event's message stays short
-	more := ""
-	if len(msgs) > most {
-		more = fmt.Sprintf(" (and %d more)", len(msgs)-most)
-		msgs = msgs[:most]
-	}
-	return fmt.Sprintf("none of its names is inside the zones %s: %s%s; not served", strings.Join(zones, " "), strings.Join(msgs, "; "), more)
-}
-
 // reportSkipped reports on a derived object, as Events, what of it the
 // derivation did not take and why (skippedNames; unserved: what the
 // derivation handed to cfg.names.unserved): the API feed's side of
@@ -223,8 +207,8 @@ func (c *cluster) reportSkipped(kind string, obj any, d *declared, unserved []un
 	}
 	o := &object.Object{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}
 	for _, n := range notes {
-		if n.zone && d != nil || n.lintOnly {
-			continue // its other hosts are served here: those outside are another server's
+		if n.zone || n.lintOnly {
+			continue
 		}
 		c.b.report(o, EventNameSkipped, n.msg+"; not served")
 	}
@@ -250,12 +234,4 @@ func deriveReported(kind string, obj any, cfg *config, w world) (*declared, []ga
 		noteUnserved(cfg, uKind, ns, name, unserved)
 	}
 	return d, refs, unserved
-}
-
-// reportZoneSkipped reports on a DNSEndpoint none of whose names is inside
-// the zones (zoneSkipped) that it serves nothing here.
-func (k *kubernetes) reportZoneSkipped(o *object.Object, bad []object.Invalid) {
-	if msg := zoneSkipped(o, bad, k.cfg.zones); msg != "" {
-		k.events.Report(objectRef(o), EventNameSkipped, msg)
-	}
 }

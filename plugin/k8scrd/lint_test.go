@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/external-dns/endpoint"
 )
 
 // lintRun writes the Corefile and the files into a new folder, lints and
@@ -181,27 +179,6 @@ func TestLintBadCorefileExitsTwo(t *testing.T) {
 	}
 }
 
-// TestZoneSkippedOnlyWhenNothingIsInside: a DNSEndpoint that also names
-// other servers' zones is normal; one that names none of ours gets one
-// Event, its message capped.
-func TestZoneSkippedOnlyWhenNothingIsInside(t *testing.T) {
-	zones := []string{"example.org."}
-	var eps []*endpoint.Endpoint
-	for i := range 7 {
-		eps = append(eps, &endpoint.Endpoint{DNSName: fmt.Sprintf("h%d.example.net", i), RecordType: "A", Targets: []string{"192.0.2.1"}})
-	}
-	o, bad := object.New(object.Meta{Key: "ns/x", Namespace: "ns", Name: "x"}, eps, zones, 30)
-	msg := zoneSkipped(o, bad, zones)
-	if !strings.HasPrefix(msg, "none of its names is inside the zones example.org.: endpoint 0 (h0.example.net A)") || !strings.HasSuffix(msg, " (and 2 more); not served") {
-		t.Errorf("zoneSkipped: %q", msg)
-	}
-	eps = append(eps, &endpoint.Endpoint{DNSName: "in.example.org", RecordType: "A", Targets: []string{"192.0.2.1"}})
-	o, bad = object.New(object.Meta{Key: "ns/x", Namespace: "ns", Name: "x"}, eps, zones, 30)
-	if msg := zoneSkipped(o, bad, zones); msg != "" {
-		t.Errorf("an object with a name inside the zones: %q, want nothing reported", msg)
-	}
-}
-
 // TestLintOutputIsStable: the builder merges in map order; the lint's lines
 // come out the same every run, each once.
 func TestLintOutputIsStable(t *testing.T) {
@@ -350,9 +327,10 @@ func TestLintK8sGatewayNamesAsJSON(t *testing.T) {
 }
 
 // TestDeriveReportedSaysAndStillCounts: the API feed's derivation hands the
-// names k8s_gateway would serve to the NameSkipped Events (each with its
-// reason and advice, none kept for the lint alone) and still logs and
-// counts them once, as without the report.
+// names k8s_gateway would serve to the report (each with its reason and
+// advice; a LoadBalancer Service's NAME.NAMESPACE names are the lint's
+// alone, no Event, as most such Services are not meant for DNS) and still
+// logs and counts them once, as without the report.
 func TestDeriveReportedSaysAndStillCounts(t *testing.T) {
 	cfg := lbConfig()
 	before := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayServiceName))
@@ -371,8 +349,8 @@ func TestDeriveReportedSaysAndStillCounts(t *testing.T) {
 	notes := skippedNames(kindService, svc, d, unserved, cfg, &lbWorld{})
 	var got []string
 	for _, n := range notes {
-		if n.lintOnly || n.k8sGateway != reasonK8sGatewayServiceName {
-			t.Errorf("note %+v: want an Event with reason %s", n, reasonK8sGatewayServiceName)
+		if !n.lintOnly || n.k8sGateway != reasonK8sGatewayServiceName {
+			t.Errorf("note %+v: want a lint-only note with reason %s", n, reasonK8sGatewayServiceName)
 		}
 		got = append(got, n.msg)
 	}

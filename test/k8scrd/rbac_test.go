@@ -1,7 +1,6 @@
 package k8scrd_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ func TestServiceAccountWithReadOnlyRole(t *testing.T) {
 	waitA(t, srv.Addr, "www.rbac.example", "192.0.2.2", propagationBound)
 	k.CreateDNSEndpoint(t, ns, "api", nil, a("api.rbac.example", "192.0.2.3"))
 	waitA(t, srv.Addr, "api.rbac.example", "192.0.2.3", propagationBound)
-	if l := strings.ToLower(srv.Log()); strings.Contains(l, "forbidden") {
+	if f := harness.Forbidden(srv.Log()); len(f) > 0 {
 		t.Errorf("the read-only role is not enough, the log shows a forbidden call:\n%s", srv.Log())
 	}
 }

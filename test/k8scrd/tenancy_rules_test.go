@@ -172,7 +172,7 @@ func TestRefusalsReportedOnTheObject(t *testing.T) {
 	if !strings.Contains(broken, "Warning InvalidEndpoint") || !strings.Contains(broken, "not-an-address") {
 		t.Errorf("the broken object's Event does not name the bad target:\n%s", broken)
 	}
-	if l := strings.ToLower(srv.Log()); strings.Contains(l, "forbidden") {
+	if f := harness.Forbidden(srv.Log()); len(f) > 0 {
 		t.Errorf("create on events was not enough:\n%s", srv.Log())
 	}
 	// Rate-limited: the same refusal is not reported again on every change.

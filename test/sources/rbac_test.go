@@ -138,7 +138,7 @@ func proveSources(t *testing.T, c *cluster, ns, kubeconfig, zone string, stanza 
 	// A change after the first sync reaches it through the watches.
 	c.slice(t, ns, p+"lb", p+"lb-1", ready(a(6)))
 	expectA(t, srv.Addr, "localtargets-"+h("lb"), a(2))
-	if l := strings.ToLower(srv.Log()); strings.Contains(l, "forbidden") {
+	if f := harness.Forbidden(srv.Log()); len(f) > 0 {
 		t.Errorf("the role is not enough, the log shows a forbidden call:\n%s", srv.Log())
 	}
 }
