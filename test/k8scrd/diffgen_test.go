@@ -380,9 +380,10 @@ func (z *genZone) queries(seed uint64, n int) []genQuery {
 // authoritative servers:
 //   - a truncated reply's sections (TC is compared: servers put different
 //     parts of what did not fit in it);
-//   - with DO set, the additional section's optional data: k8scrd adds none
-//     then (a dnssec plugin in front would sign it into a TC); in-domain glue
-//     of a referral is required and compared;
+//   - with DO set, the additional section's optional data: k8scrd adds only
+//     a referral's sibling glue then (a dnssec plugin in front would sign
+//     the rest into a TC); in-domain glue of a referral is required and
+//     compared;
 //   - the SOA serial (the test's zone file has its own).
 func genView(m *dns.Msg, do bool) string {
 	var b strings.Builder
