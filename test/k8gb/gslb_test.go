@@ -264,15 +264,24 @@ func shippedK8gbRole(t *testing.T, k *harness.Kube) string {
 		{"", "secrets", "get", false},
 		{"", "configmaps", "list", false},
 	} {
-		r, err := k.Clientset().AuthorizationV1().SubjectAccessReviews().Create(harness.Context(t), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: "system:serviceaccount:k8gb:coredns", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:k8gb"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Group: c.group, Resource: c.resource, Verb: c.verb},
-		}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
+		allowed := func() bool {
+			r, err := k.Clientset().AuthorizationV1().SubjectAccessReviews().Create(harness.Context(t), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: "system:serviceaccount:k8gb:coredns", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:k8gb"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Group: c.group, Resource: c.resource, Verb: c.verb},
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Status.Allowed
 		}
-		if r.Status.Allowed != c.allowed {
-			t.Errorf("%s: %s %s.%s allowed=%v, want %v", k8gbRole, c.verb, c.resource, c.group, r.Status.Allowed, c.allowed)
+		// The API server's RBAC authorizer reads the just-applied role
+		// through its informers: a grant may take a moment to show.
+		got := allowed()
+		for deadline := time.Now().Add(10 * time.Second); c.allowed && !got && time.Now().Before(deadline); got = allowed() {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if got != c.allowed {
+			t.Errorf("%s: %s %s.%s allowed=%v, want %v", k8gbRole, c.verb, c.resource, c.group, got, c.allowed)
 		}
 	}
 	return k.TokenKubeconfig(t, "k8gb", "coredns")
