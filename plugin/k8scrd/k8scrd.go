@@ -104,7 +104,9 @@ func fit(state request.Request, m *dns.Msg, glue, sibling, extra []dns.RR, refer
 	room := 0
 	switch {
 	case !do:
-		extra = append(slices.Clip(sibling), extra...)
+		if len(sibling) > 0 { // most answers have none: no copy of extra then
+			extra = append(slices.Clip(sibling), extra...)
+		}
 	case referral:
 		extra, room = sibling, signRoom(state.Name())
 	default:
