@@ -276,13 +276,22 @@ func (p *Process) Restart() {
 }
 
 // RSS returns the resident set size of the process in bytes (VmRSS).
-func (p *Process) RSS() (int64, error) {
+func (p *Process) RSS() (int64, error) { return p.status("VmRSS") }
+
+// AnonRSS returns the resident anonymous memory of the process in bytes
+// (RssAnon): what it allocated, without the pages of its binary, whose
+// count depends on the page cache (how the file was written and read
+// ahead), not on the process.
+func (p *Process) AnonRSS() (int64, error) { return p.status("RssAnon") }
+
+// status returns a kB field of /proc/PID/status in bytes.
+func (p *Process) status(field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			var kb int64
 			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
 				return 0, err
@@ -290,7 +299,7 @@ func (p *Process) RSS() (int64, error) {
 			return kb * 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", p.Pid())
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, p.Pid())
 }
 
 // maxDump bounds how much of a log a failed test prints.

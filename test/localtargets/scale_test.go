@@ -39,8 +39,9 @@ func manifests(t *testing.T, n int) string {
 }
 
 // TestChecksAtScale: 6,000 and 60,000 targets in the store, each checked
-// (nothing listens: refused at once). Goroutines stay flat and RSS under
-// 100 MiB; the figures are logged for RELIABILITY.md.
+// (nothing listens: refused at once). Goroutines stay flat and the
+// anonymous RSS under 44 MiB (what was 100 MiB of VmRSS less the binary's
+// own pages); the figures are logged for RELIABILITY.md.
 func TestChecksAtScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes")
@@ -89,11 +90,18 @@ func TestChecksAtScale(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("%d targets, checks %s: goroutines peak %v, RSS %.0f MiB, first round %s", n, mode, peak, float64(rss)/(1<<20), took.Round(100*time.Millisecond))
+				anon, err := srv.AnonRSS()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%d targets, checks %s: goroutines peak %v, RSS %.0f MiB (anonymous %.0f MiB), first round %s", n, mode, peak, float64(rss)/(1<<20), float64(anon)/(1<<20), took.Round(100*time.Millisecond))
 				// Every one of 60,000 targets checked (the cap lifted) costs
 				// about 1.5 KiB each: measured, not held to the goal.
-				if rss > 100<<20 && mode != "all" {
-					t.Errorf("RSS %.0f MiB with %d targets, want under 100 MiB", float64(rss)/(1<<20), n)
+				// The bound is on anonymous memory: the binary's resident
+				// pages (about 56 MiB) vary with the page cache, and took
+				// one CI run over the 100 MiB this bound was in VmRSS.
+				if anon > 44<<20 && mode != "all" {
+					t.Errorf("anonymous RSS %.0f MiB with %d targets, want under 44 MiB", float64(anon)/(1<<20), n)
 				}
 				if peak > 60 {
 					t.Errorf("%v goroutines with %d targets: not flat", peak, n)
