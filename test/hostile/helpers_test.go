@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,16 +137,14 @@ func heapInuse(t testing.TB, metrics string) float64 {
 	return metric(t, metrics, "go_memstats_heap_inuse_bytes")
 }
 
-// writeFile writes content to dir/name atomically.
-func writeFile(t testing.TB, dir, name, content string) {
+// memory is a server's heap in use (from its metrics) and its VmRSS.
+func memory(t testing.TB, metrics string, cd *harness.CoreDNS) (heap, rss float64) {
 	t.Helper()
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+	r, err := cd.RSS()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		t.Fatal(err)
-	}
+	return heapInuse(t, metrics), float64(r)
 }
 
 const mib = 1 << 20

@@ -122,13 +122,9 @@ func TestHostileLargeObjectsCostLittle(t *testing.T) {
 		}
 	}
 
-	heap := heapInuse(t, metrics)
-	rss, err := cd.RSS()
-	if err != nil {
-		t.Fatal(err)
-	}
+	heap, rss := memory(t, metrics, cd)
 	t.Logf("heap in use %s at start, %s after %d Services and %d Ingresses with %d KiB annotations; VmRSS %s",
-		fmtMiB(baseHeap), fmtMiB(heap), each, each, blob>>10, fmtMiB(float64(rss)))
+		fmtMiB(baseHeap), fmtMiB(heap), each, each, blob>>10, fmtMiB(rss))
 	if grew := heap - baseHeap; grew > bound {
 		t.Errorf("finding 12: the heap grew by %s with objects that declare nothing, want under %s (the caches keep what the derivations read)", fmtMiB(grew), fmtMiB(bound))
 	}

@@ -128,19 +128,15 @@ spec:
 	if n == 0 || n > 64 {
 		t.Errorf("finding 1: big.example.org A has %d addresses, want 1 to 64 (the cap per name and family)", n)
 	}
-	heap := heapInuse(t, metrics)
-	rss, err := cd.RSS()
-	if err != nil {
-		t.Fatal(err)
-	}
+	heap, rss := memory(t, metrics, cd)
 	t.Logf("heap in use %s at start, %s after; VmRSS %s; resolver names %v, truncated %v, skipped (object) %v",
-		fmtMiB(baseHeap), fmtMiB(heap), fmtMiB(float64(rss)),
+		fmtMiB(baseHeap), fmtMiB(heap), fmtMiB(rss),
 		metric(t, metrics, "coredns_k8scrd_resolver_names"), metric(t, metrics, "coredns_k8scrd_resolver_truncated_names"),
 		metric(t, metrics, "coredns_k8scrd_resolver_skipped_names", "reason", "object"))
 	if grew := heap - baseHeap; grew > 48*mib {
 		t.Errorf("finding 1: the heap grew by %s with the tenant's names, want under 48 MiB", fmtMiB(grew))
 	}
 	if rss > 170*mib {
-		t.Errorf("finding 1: VmRSS %s, want under 170 MiB (the replicas' limit)", fmtMiB(float64(rss)))
+		t.Errorf("finding 1: VmRSS %s, want under 170 MiB (the replicas' limit)", fmtMiB(rss))
 	}
 }

@@ -20,7 +20,7 @@ func wildcardZone(t *testing.T) (*harness.CoreDNS, string) {
 	ip := harness.NewIP(t)
 	metrics := harness.HostPort(t, ip)
 	dir := t.TempDir()
-	writeFile(t, dir, "tenant.yaml", `apiVersion: externaldns.k8s.io/v1alpha1
+	testkit.WriteFile(t, dir, "tenant.yaml", `apiVersion: externaldns.k8s.io/v1alpha1
 kind: DNSEndpoint
 metadata: {name: wild, namespace: tenant}
 spec:
@@ -151,9 +151,8 @@ func TestHostileWildcardNamesCostNoMemory(t *testing.T) {
 	})
 	got := requests() - base
 	time.Sleep(time.Second)
-	after := heapInuse(t, metrics)
-	rss, _ := cd.RSS()
-	t.Logf("%.0f queries of distinct names reached coredns; heap in use %s before, %s after; VmRSS %s", got, fmtMiB(before), fmtMiB(after), fmtMiB(float64(rss)))
+	after, rss := memory(t, metrics, cd)
+	t.Logf("%.0f queries of distinct names reached coredns; heap in use %s before, %s after; VmRSS %s", got, fmtMiB(before), fmtMiB(after), fmtMiB(rss))
 	if got < 0.5*names {
 		t.Fatalf("only %.0f of %d queries reached coredns", got, names)
 	}

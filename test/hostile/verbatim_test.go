@@ -20,7 +20,7 @@ import (
 func TestHostileK8gbRecordDoesNotTurnAnotherTeamsHostVerbatim(t *testing.T) {
 	ip := harness.NewIP(t)
 	dir := t.TempDir()
-	writeFile(t, dir, "shop.yaml", `apiVersion: externaldns.k8s.io/v1alpha1
+	testkit.WriteFile(t, dir, "shop.yaml", `apiVersion: externaldns.k8s.io/v1alpha1
 kind: DNSEndpoint
 metadata: {name: app, namespace: shop, creationTimestamp: "2026-01-01T00:00:00Z"}
 spec:
@@ -50,7 +50,7 @@ spec:
 		return got == "198.18.1.1", "localtargets-app.example.org A = " + got
 	})
 
-	writeFile(t, dir, "evil.yaml", `apiVersion: externaldns.k8s.io/v1alpha1
+	testkit.WriteFile(t, dir, "evil.yaml", `apiVersion: externaldns.k8s.io/v1alpha1
 kind: DNSEndpoint
 metadata: {name: claim, namespace: evil, creationTimestamp: "2026-06-01T00:00:00Z", labels: {k8gb.io/dnstype: local}}
 spec:
