@@ -217,7 +217,12 @@ func startFile(t *testing.T, ip, cpu, zonefile string) *server {
 // every 10 ms.
 func startServer(t *testing.T, ip, cpu, stanza string) *server {
 	t.Helper()
-	bin := harness.CoreDNSBinary(t)
+	return startServerBin(t, harness.CoreDNSBinary(t), ip, cpu, stanza)
+}
+
+// startServerBin is startServer with the coredns binary bin.
+func startServerBin(t *testing.T, bin, ip, cpu, stanza string) *server {
+	t.Helper()
 	s := &server{ip: ip, port: harness.FreePort(t, ip)}
 	s.addr = net.JoinHostPort(ip, strconv.Itoa(s.port))
 	readyAddr := harness.HostPort(t, ip)
@@ -403,4 +408,79 @@ func (s *server) saveHeap(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("heap profile: %s", f)
+}
+
+// memory is one reading of a server's memory: /proc/PID/status (bytes) and,
+// with FLEETDNS_BENCH_PPROF, the Go runtime's MemStats of the same moment.
+type memory struct {
+	rss, anon, file, hwm int64 // VmRSS, RssAnon, RssFile, VmHWM (the peak VmRSS so far)
+	stats                map[string]int64
+}
+
+// readMemory reads s's memory; the MemStats (from the pprof plugin's heap
+// page, which forces no collection without gc=1) only when pprof is on.
+func (s *server) readMemory(t *testing.T) memory {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m memory
+	fields := map[string]*int64{"VmRSS": &m.rss, "RssAnon": &m.anon, "RssFile": &m.file, "VmHWM": &m.hwm}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if p := fields[name]; ok && p != nil {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				t.Fatalf("/proc/%d/status: %q: %v", s.Pid(), line, err)
+			}
+			*p = kb * 1024
+		}
+	}
+	if s.pprof == "" {
+		return m
+	}
+	m.stats = s.memStats(t, false)
+	return m
+}
+
+// memStats reads the runtime's MemStats from the pprof plugin's heap page,
+// after a collection when gc is set (its HeapAlloc is then the live heap).
+func (s *server) memStats(t *testing.T, gc bool) map[string]int64 {
+	t.Helper()
+	q := "debug=1"
+	if gc {
+		q += "&gc=1"
+	}
+	cl := http.Client{Timeout: 30 * time.Second}
+	resp, err := cl.Get("http://" + s.pprof + "/debug/pprof/heap?" + q)
+	if err != nil {
+		t.Fatalf("heap page: %v", err)
+	}
+	defer resp.Body.Close()
+	page, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("heap page: %v", err)
+	}
+	stats := map[string]int64{}
+	for _, line := range strings.Split(string(page), "\n") {
+		var name string
+		var v int64
+		if _, err := fmt.Sscanf(line, "# %s = %d", &name, &v); err == nil {
+			stats[name] = v
+		}
+	}
+	return stats
+}
+
+// String is the reading in MiB.
+func (m memory) String() string {
+	mib := func(v int64) float64 { return float64(v) / (1 << 20) }
+	out := fmt.Sprintf("VmRSS %.1f (anon %.1f, file %.1f), VmHWM %.1f MiB", mib(m.rss), mib(m.anon), mib(m.file), mib(m.hwm))
+	if m.stats != nil {
+		out += fmt.Sprintf("; heap alloc %.1f, in use %.1f, idle %.1f, released %.1f, next GC %.1f, stacks %.1f, Go sys %.1f MiB, %d GCs",
+			mib(m.stats["HeapAlloc"]), mib(m.stats["HeapInuse"]), mib(m.stats["HeapIdle"]), mib(m.stats["HeapReleased"]), mib(m.stats["NextGC"]),
+			mib(m.stats["StackInuse"]), mib(m.stats["Sys"]), m.stats["NumGC"])
+	}
+	return out
 }

@@ -217,8 +217,14 @@ func shows(rcode int, got, want []string) bool {
 // exec until the last host's localtargets- answer carries its target.
 func startSources(t *testing.T, k *harness.Kube, ip, cpu, kind string, d *srcData) (*server, time.Duration) {
 	t.Helper()
+	return startSourcesBin(t, harness.CoreDNSBinary(t), k, ip, cpu, kind, d)
+}
+
+// startSourcesBin is startSources with the coredns binary bin.
+func startSourcesBin(t *testing.T, bin string, k *harness.Kube, ip, cpu, kind string, d *srcData) (*server, time.Duration) {
+	t.Helper()
 	start := time.Now()
-	s := startServer(t, ip, cpu, fmt.Sprintf("k8scrd {\n        kubeconfig %s\n        namespaces %s\n        resources %s\n    }\n    localtargets",
+	s := startServerBin(t, bin, ip, cpu, fmt.Sprintf("k8scrd {\n        kubeconfig %s\n        namespaces %s\n        resources %s\n    }\n    localtargets",
 		k.Kubeconfig, d.ns, kind))
 	last := d.n - 1
 	for {
@@ -245,7 +251,23 @@ func startSources(t *testing.T, k *harness.Kube, ip, cpu, kind string, d *srcDat
 type srcSample struct {
 	ready, lastHost time.Duration
 	rss             int64
-	plain, local    perf // dnsperf: A queries of the hosts, of localtargets-<host>
+	mem, loaded     memory           // 2 s after the last host answers; after the dnsperf runs
+	live            map[string]int64 // MemStats after a collection, after mem (with FLEETDNS_BENCH_PPROF)
+	plain, local    perf             // dnsperf: A queries of the hosts, of localtargets-<host>
+}
+
+// variant is one server of a round: a source kind served by one binary,
+// the one under test or, with FLEETDNS_BENCH_BASE, the one to compare with.
+type variant struct {
+	kind, bin string
+	base      bool
+}
+
+func (v variant) String() string {
+	if v.base {
+		return v.kind + " (base)"
+	}
+	return v.kind
 }
 
 // change is one measured change: from the start of the update call to the
@@ -293,32 +315,45 @@ func TestSourcesScale(t *testing.T) {
 		s.Stop()
 	}
 
-	samples := map[string][]srcSample{}
+	// With FLEETDNS_BENCH_BASE (a coredns binary built at the commit to
+	// compare with), every round also starts that binary on both data sets,
+	// next to the one under test, in the same order.
+	var variants []variant
+	bin, base := harness.CoreDNSBinary(t), os.Getenv("FLEETDNS_BENCH_BASE")
+	for _, kind := range kinds {
+		if base != "" {
+			variants = append(variants, variant{kind: kind, bin: base, base: true})
+		}
+		variants = append(variants, variant{kind: kind, bin: bin})
+	}
+	samples := map[variant][]srcSample{}
 	var qpsRatio, localRatio, cpuRatio, rssRatio, readyRatio []float64 // Ingress over DNSEndpoint, per round
 	for r := range rounds {
-		order := slices.Clone(kinds)
+		order := slices.Clone(variants)
 		if r%2 == 1 {
 			slices.Reverse(order)
 		}
-		got := map[string]srcSample{}
-		for _, kind := range order {
-			s, lastHost := startSources(t, k, ip, serverCPU, kind, data[kind])
+		got := map[variant]srcSample{}
+		for _, v := range order {
+			s, lastHost := startSourcesBin(t, v.bin, k, ip, serverCPU, v.kind, data[v.kind])
 			time.Sleep(2 * time.Second) // let the post-sync garbage be collected before reading RSS
-			rss, err := s.RSS()
-			if err != nil {
-				t.Fatal(err)
+			mem := s.readMemory(t)
+			s.saveHeap(t, fmt.Sprintf("%s-%d", strings.ReplaceAll(strings.ReplaceAll(v.String(), " ", "-"), "(base)", "base"), r+1))
+			var live map[string]int64
+			if s.pprof != "" {
+				live = s.memStats(t, true)
 			}
-			s.saveHeap(t, fmt.Sprintf("%s-%d", kind, r+1))
-			smp := srcSample{ready: s.ready, lastHost: lastHost, rss: rss,
+			smp := srcSample{ready: s.ready, lastHost: lastHost, rss: mem.rss, mem: mem, live: live,
 				plain: dnsperf(t, s, plainQ, loadCPU, seconds), local: dnsperf(t, s, localQ, loadCPU, seconds)}
+			smp.loaded = s.readMemory(t)
 			s.Stop()
-			got[kind] = smp
-			samples[kind] = append(samples[kind], smp)
-			t.Logf("round %d: %-11s ready %v, last host %v, RSS %.1f MiB, A %.0f q/s %.1f us/q, localtargets- %.0f q/s %.1f us/q (load %s)",
-				r+1, kind, s.ready.Round(time.Millisecond), lastHost.Round(time.Millisecond), float64(rss)/(1<<20),
-				smp.plain.qps, smp.plain.usPerQ, smp.local.qps, smp.local.usPerQ, loadavg())
+			got[v] = smp
+			samples[v] = append(samples[v], smp)
+			t.Logf("round %d: %-18s ready %v, last host %v, RSS %.1f MiB, A %.0f q/s %.1f us/q, localtargets- %.0f q/s %.1f us/q (load %s)\n\tat 2 s: %v\n\tlive heap after a collection %.1f MiB, in use %.1f MiB\n\tafter dnsperf: %v",
+				r+1, v, s.ready.Round(time.Millisecond), lastHost.Round(time.Millisecond), float64(mem.rss)/(1<<20),
+				smp.plain.qps, smp.plain.usPerQ, smp.local.qps, smp.local.usPerQ, loadavg(), mem, float64(live["HeapAlloc"])/(1<<20), float64(live["HeapInuse"])/(1<<20), smp.loaded)
 		}
-		ing, dep := got["Ingress"], got["DNSEndpoint"]
+		ing, dep := got[variant{kind: "Ingress", bin: bin}], got[variant{kind: "DNSEndpoint", bin: bin}]
 		qpsRatio = append(qpsRatio, ing.plain.qps/dep.plain.qps)
 		localRatio = append(localRatio, ing.local.qps/dep.local.qps)
 		cpuRatio = append(cpuRatio, ing.plain.usPerQ/dep.plain.usPerQ)
@@ -346,10 +381,10 @@ func TestSourcesScale(t *testing.T) {
 	fmt.Fprintf(&b, "Corefile: `scale.bench { k8scrd { kubeconfig K; namespaces NS; resources Ingress|DNSEndpoint }; localtargets; ready }`, no health checks. coredns pinned to CPU %q with taskset (GOMAXPROCS=1), dnsperf to CPU %q (`-c 10 -T 1`, %d s per run); kube-apiserver and etcd unpinned. %d rounds, server order swapped each round, one unmeasured start of each first. Ready = exec until `ready` says 200 and the SOA answers; last host = exec until `localtargets-<last host>` answers its address (polled every 2 ms). RSS (VmRSS) 2 s after that. Query files: %d A queries of the %d hosts drawn uniformly, and the same hosts as `localtargets-<host>`; the same files for both servers.\n\n",
 		serverCPU, loadCPU, seconds, rounds, queries, n)
 	b.WriteString("| source | ready s median (min-max) | last host s median (min-max) | RSS MiB median (min-max) | A q/s median (min-max) | A CPU us/query | localtargets- q/s median (min-max) | localtargets- CPU us/query | lost % max |\n|---|---|---|---|---|---|---|---|---:|\n")
-	for _, kind := range kinds {
+	for _, v := range variants {
 		var ready, last, rss, qps, us, lq, lus []float64
 		lost := 0.0
-		for _, s := range samples[kind] {
+		for _, s := range samples[v] {
 			ready = append(ready, s.ready.Seconds())
 			last = append(last, s.lastHost.Seconds())
 			rss = append(rss, float64(s.rss)/(1<<20))
@@ -357,13 +392,14 @@ func TestSourcesScale(t *testing.T) {
 			lq, lus = append(lq, s.local.qps), append(lus, s.local.usPerQ)
 			lost = max(lost, s.plain.lost, s.local.lost)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f |\n", kind,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f |\n", v,
 			benchkit.StatOf(ready).Format("%.2f"), benchkit.StatOf(last).Format("%.2f"), benchkit.StatOf(rss).Format("%.0f"),
 			benchkit.StatOf(qps).Format("%.0f"), benchkit.StatOf(us).Format("%.1f"), benchkit.StatOf(lq).Format("%.0f"), benchkit.StatOf(lus).Format("%.1f"), lost)
 	}
 	b.WriteString("\nIngress over DNSEndpoint, per round (median (min-max)):\n\n| A q/s | localtargets- q/s | A CPU/query | RSS | start to last host |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", benchkit.StatOf(qpsRatio).Format("%.2f"), benchkit.StatOf(localRatio).Format("%.2f"),
 		benchkit.StatOf(cpuRatio).Format("%.2f"), benchkit.StatOf(rssRatio).Format("%.2f"), benchkit.StatOf(readyRatio).Format("%.2f"))
+	perHost(&b, samples, variants, n)
 
 	fmt.Fprintf(&b, "\nA change -> the `localtargets-<host>` answer that shows it, with all %d hosts served (one client, one change at a time, on hosts spread over the set; polled over UDP every 2 ms from the start of the update call; server not pinned):\n\n", n)
 	b.WriteString("| change | changes | p50 | p90 | p99 | max | update call p50 / p99 | goal p99 < 250 ms |\n|---|---:|---:|---:|---:|---:|---|---|\n")
@@ -489,4 +525,36 @@ func totals(cs []change) []time.Duration {
 		out[i] = c.total
 	}
 	return out
+}
+
+// perHost writes, for each binary, the memory an Ingress host costs over a
+// DNSEndpoint host: the median over the rounds of the difference of the two
+// servers' readings divided by the hosts. VmRSS counts the pages of the
+// binary that each server happened to run (the Ingress server runs more
+// code: the protobuf decoding of the core kinds); RssAnon is what the
+// process allocated; VmHWM is the peak of start-up.
+func perHost(b *strings.Builder, samples map[variant][]srcSample, variants []variant, n int) {
+	b.WriteString("\nIngress host over DNSEndpoint host, KiB per host, median over rounds of the differences (min-max):\n\n| binary | VmRSS at 2 s | RssAnon at 2 s | VmHWM (start-up peak) | VmRSS after dnsperf | RssAnon after dnsperf | Go heap in use at 2 s | live heap |\n|---|---|---|---|---|---|---|---|\n")
+	for _, v := range variants {
+		if v.kind != "Ingress" {
+			continue
+		}
+		ing, dep := samples[v], samples[variant{kind: "DNSEndpoint", bin: v.bin, base: v.base}]
+		col := func(f func(srcSample) int64) string {
+			var d []float64
+			for i := range min(len(ing), len(dep)) {
+				d = append(d, float64(f(ing[i])-f(dep[i]))/1024/float64(n))
+			}
+			return benchkit.StatOf(d).Format("%.2f")
+		}
+		name := "under test"
+		if v.base {
+			name = "base"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+			col(func(s srcSample) int64 { return s.mem.rss }), col(func(s srcSample) int64 { return s.mem.anon }),
+			col(func(s srcSample) int64 { return s.mem.hwm }), col(func(s srcSample) int64 { return s.loaded.rss }),
+			col(func(s srcSample) int64 { return s.loaded.anon }), col(func(s srcSample) int64 { return s.mem.stats["HeapInuse"] }),
+			col(func(s srcSample) int64 { return s.live["HeapAlloc"] }))
+	}
 }
