@@ -32,7 +32,7 @@ const settle = 50 * time.Millisecond
 // and, with `resources`, derives Ingresses, Services and routes from the
 // folder's objects as the API source does (source_directory.go).
 type directory struct {
-	cfg *config
+	cfg *dirConfig
 	b   sink
 	dir string
 
@@ -58,7 +58,7 @@ type manifestFile struct {
 	gateways []*gatewayv1.Gateway
 }
 
-func newDirectory(cfg *config, b sink) *directory {
+func newDirectory(cfg *dirConfig, b sink) *directory {
 	return &directory{cfg: cfg, b: b, dir: cfg.directory, files: map[string]*manifestFile{}}
 }
 
@@ -81,7 +81,7 @@ func (d *directory) start() error {
 	d.w = w
 	d.done = make(chan struct{})
 	d.rescan()
-	d.b.synced()
+	d.b.Synced()
 	d.wg.Add(1)
 	go d.watch()
 	return nil
@@ -124,7 +124,7 @@ func (d *directory) watch() {
 			if !ok {
 				return
 			}
-			syncErrors.WithLabelValues("directory").Inc()
+			object.SyncErrors.WithLabelValues("directory").Inc()
 			log.Errorf("Watching %s: %v; rescanning", d.dir, err)
 			due[""] = time.Now()
 			t.Reset(0)
@@ -172,7 +172,7 @@ func manifest(base string) bool {
 func (d *directory) rescan() {
 	entries, err := os.ReadDir(d.dir)
 	if err != nil {
-		syncErrors.WithLabelValues("directory").Inc()
+		object.SyncErrors.WithLabelValues("directory").Inc()
 		log.Errorf("Reading %s: %v; serving the last data read", d.dir, err)
 		return
 	}
@@ -223,14 +223,14 @@ func (d *directory) read(base string) (at time.Time, changed bool) {
 	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			syncErrors.WithLabelValues("directory").Inc()
+			object.SyncErrors.WithLabelValues("directory").Inc()
 			log.Errorf("Reading %s: %v; skipped", path, err)
 		}
 		if old != nil {
 			now := time.Now()
 			for key := range old.docs {
 				// No file time is left: the deletion's time stands for it.
-				d.b.removeAt(key, uint64(max(now.Unix(), 0)))
+				d.b.RemoveAt(key, uint64(max(now.Unix(), 0)))
 			}
 			delete(d.files, base)
 			return now, true
@@ -245,12 +245,12 @@ func (d *directory) read(base string) (at time.Time, changed bool) {
 		// Most likely a file caught while being written, or a broken edit:
 		// keep serving what it held at its last good read.
 		log.Errorf("%v; file skipped, serving its previous contents", perr)
-		invalidEndpoints.WithLabelValues(object.ReasonDecode).Inc()
+		object.InvalidEndpoints.WithLabelValues(object.ReasonDecode).Inc()
 		return time.Time{}, false
 	}
 	if perr != nil {
 		log.Errorf("%v; skipped", perr)
-		invalidEndpoints.WithLabelValues(object.ReasonDecode).Inc()
+		object.InvalidEndpoints.WithLabelValues(object.ReasonDecode).Inc()
 	}
 	f := &manifestFile{
 		raw: raw, mtime: st.ModTime(), docs: map[string]string{},
@@ -262,17 +262,17 @@ func (d *directory) read(base string) (at time.Time, changed bool) {
 			continue
 		}
 		for _, bad := range doc.bad {
-			invalidEndpoints.WithLabelValues(bad.Reason).Inc()
+			object.InvalidEndpoints.WithLabelValues(bad.Reason).Inc()
 			if bad.Reason != object.ReasonZone {
 				log.Warningf("%s:%d: %s/%s: %s; skipped", path, doc.line, doc.obj.Namespace, doc.obj.Name, bad.Msg)
 			}
 		}
-		d.b.upsert(doc.obj)
+		d.b.Upsert(doc.obj)
 	}
 	if old != nil {
 		for key := range old.docs {
 			if _, ok := f.docs[key]; !ok {
-				d.b.removeAt(key, uint64(max(st.ModTime().Unix(), 0)))
+				d.b.RemoveAt(key, uint64(max(st.ModTime().Unix(), 0)))
 			}
 		}
 	}
@@ -291,7 +291,7 @@ type manifestDoc struct {
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 // parseManifests reads every DNSEndpoint in a file (parseFile, for tests).
-func parseManifests(path string, raw []byte, mtime time.Time, cfg *config) ([]manifestDoc, error) {
+func parseManifests(path string, raw []byte, mtime time.Time, cfg *dirConfig) ([]manifestDoc, error) {
 	p, err := parseFile(path, raw, mtime, cfg)
 	return p.docs, err
 }
@@ -302,7 +302,7 @@ func parseManifests(path string, raw []byte, mtime time.Time, cfg *config) ([]ma
 // never reads, are left out; the error names the first of them by file
 // and line. A kind it knows but that no kind served needs is skipped
 // silently: a folder of a whole application's manifests is normal.
-func parseFile(path string, raw []byte, mtime time.Time, cfg *config) (*parsedFile, error) {
+func parseFile(path string, raw []byte, mtime time.Time, cfg *dirConfig) (*parsedFile, error) {
 	var (
 		p     = &parsedFile{}
 		first error
@@ -358,7 +358,7 @@ type manifestItem struct {
 // document itself, or the items of a List or of a typed list of a kind the
 // directory knows. What does not decode is reported through fail (with the
 // line) and left out.
-func documentItems(doc document, cfg *config, fail func(line int, format string, args ...any)) []manifestItem {
+func documentItems(doc document, cfg *dirConfig, fail func(line int, format string, args ...any)) []manifestItem {
 	js, err := yaml.YAMLToJSON(doc.text)
 	if err != nil {
 		line := doc.line
@@ -410,7 +410,7 @@ func documentItems(doc document, cfg *config, fail func(line int, format string,
 // document's) as an object, unless the namespaces and labels the block
 // selects leave it out. seen counts the objects of each namespace/name in
 // the file, so that two of one name stay two objects.
-func (p *parsedFile) addDNSEndpoint(cfg *config, path string, line int, it manifestItem, mtime time.Time, seen map[string]int) error {
+func (p *parsedFile) addDNSEndpoint(cfg *dirConfig, path string, line int, it manifestItem, mtime time.Time, seen map[string]int) error {
 	var ep v1alpha1.DNSEndpoint
 	if err := json.Unmarshal(it.raw, &ep); err != nil {
 		return err

@@ -86,7 +86,7 @@ func TestDirectoryCreateChangeDeleteRename(t *testing.T) {
 }
 
 func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode))
+	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode))
 	k, dir := newTestPlugin(t, "example.org", zoneBody, map[string]string{
 		"good.yaml": testkit.DNSEndpoint("ns", "good", nil, testkit.EP("good.example.org", "A", 0, "192.0.2.1")),
 		"bad.yaml":  "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: bad\n spec: [\n",
@@ -96,7 +96,7 @@ func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
 	if !hasA(k, t, "good.example.org.", "192.0.2.1")() || !hasA(k, t, "m1.example.org.", "192.0.2.7")() {
 		t.Fatal("valid data not served beside malformed files")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 2 {
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 2 {
 		t.Errorf("decode errors counted: %v, want 2", d)
 	}
 	// Fixing the file serves it.
@@ -108,7 +108,7 @@ func TestParseErrorNamesFileAndLine(t *testing.T) {
 	raw := testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")) + "---\n# second\nkind: DNSEndpoint\nspec: {\n  endpoints: [\n"
 	cfg := newConfig()
 	cfg.zones = []string{"example.org."}
-	docs, err := parseManifests("/m/f.yaml", []byte(raw), mtime0, cfg)
+	docs, err := parseManifests("/m/f.yaml", []byte(raw), mtime0, cfg.dirConfig())
 	if len(docs) != 1 {
 		t.Fatalf("want the first document parsed, got %d", len(docs))
 	}

@@ -155,7 +155,7 @@ func FuzzManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		cfg := newConfig()
 		cfg.zones = []string{"example.org.", "2.0.192.in-addr.arpa."}
-		docs, _ := parseManifests("fuzz.yaml", raw, time.Unix(1700000000, 0), cfg)
+		docs, _ := parseManifests("fuzz.yaml", raw, time.Unix(1700000000, 0), cfg.dirConfig())
 		k := &K8sCRD{Zones: cfg.zones, cfg: cfg}
 		b := builder.New(cfg.buildConfig(), &k.snap)
 		for _, d := range docs {

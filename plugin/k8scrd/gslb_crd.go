@@ -8,71 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
-
-const (
-	// kindGslb is a Gslb of k8gb.io/v1beta1 (the word of `resources`).
-	kindGslb = "Gslb"
-	// kindGslbLegacy is a Gslb of the legacy group k8gb.absa.oss/v1beta1:
-	// served under `resources Gslb` too. Its name is kubectl's kind.group.
-	kindGslbLegacy = "Gslb.k8gb.absa.oss"
-	// kindTCPRoute and kindUDPRoute are read only as a Gslb's resourceRef:
-	// they carry no host names, the Gslb's k8gb.io/hostname annotation does.
-	kindTCPRoute = "TCPRoute"
-	kindUDPRoute = "UDPRoute"
-	// kindVirtualService (Istio) is a resourceRef k8gb reads and k8scrd does not.
-	kindVirtualService = "VirtualService"
-)
-
-// k8gb's names.
-const (
-	gslbGroup       = "k8gb.io"
-	gslbLegacyGroup = "k8gb.absa.oss"
-	gslbVersion     = "v1beta1"
-
-	// annotationExposedIPs and annotationExposedHostnames replace a Gslb's
-	// targets (comma lists), as in k8gb; the host names are resolved.
-	annotationExposedIPs       = "k8gb.io/exposed-ip-addresses"
-	annotationExposedHostnames = "k8gb.io/exposed-hostnames"
-	// annotationK8gbHostname is the host of a Gslb over a Service, a TCPRoute or a UDPRoute.
-	annotationK8gbHostname = "k8gb.io/hostname"
-	// labelMigrated marks a legacy Gslb that k8gb migrated to k8gb.io: its twin is served.
-	labelMigrated = "k8gb.io/migrated-to-k8gb-io"
-	// labelDNSType and labelLegacyDNSType mark the DNSEndpoints k8gb's operator writes.
-	labelDNSType       = "k8gb.io/dnstype"
-	labelLegacyDNSType = "k8gb.absa.oss/dnstype"
-)
-
-// gslbCRDs are the CRDs of the kinds the Gslb source watches besides the
-// Gateway API kinds of gatewayKinds.
-var gslbCRDs = map[string]string{
-	kindGslb:       "gslbs." + gslbGroup,
-	kindGslbLegacy: "gslbs." + gslbLegacyGroup,
-	kindTCPRoute:   "tcproutes.gateway.networking.k8s.io",
-	kindUDPRoute:   "udproutes.gateway.networking.k8s.io",
-}
-
-// gslbRefKinds are the kinds a Gslb may reference that k8scrd serves, and their API groups.
-var gslbRefKinds = map[string]string{
-	kindIngress:   networkingv1.GroupName,
-	kindService:   corev1.GroupName,
-	kindHTTPRoute: gatewayv1.GroupName,
-	kindGRPCRoute: gatewayv1.GroupName,
-	kindTLSRoute:  gatewayv1.GroupName,
-	kindTCPRoute:  gatewayv1.GroupName,
-	kindUDPRoute:  gatewayv1.GroupName,
-}
-
-// crdName is the CRD that serves kind.
-func crdName(kind string) string {
-	if n, ok := gatewayKinds[kind]; ok {
-		return n
-	}
-	return gslbCRDs[kind]
-}
-
-func isGslbKind(kind string) bool { return kind == kindGslb || kind == kindGslbLegacy }
 
 // gslbObject is what k8scrd reads of a Gslb (either group: their fields agree).
 type gslbObject struct {

@@ -191,12 +191,12 @@ func (c *cluster) deriveGslbAt(key, kind, ns, name string) (d *declared, uses []
 		c.note(key, kind, ns, name, "")
 		return nil, nil
 	}
-	d, out := deriveGslb(g, kind, c.cfg, c)
+	d, out := deriveGslb(g, kind, &c.cfg.options, c)
 	if c.note(key, kind, ns, name, out.note) && out.refused {
 		// A reference into another namespace: counted and told the
 		// Gslb's owners, once per distinct note as it is logged.
-		invalidEndpoints.WithLabelValues("reference").Inc()
-		c.b.report(&object.Object{Kind: kind, Namespace: ns, Name: name, UID: string(g.UID)}, "ReferenceRefused", out.note)
+		object.InvalidEndpoints.WithLabelValues("reference").Inc()
+		c.b.Report(&object.Object{Kind: kind, Namespace: ns, Name: name, UID: string(g.UID)}, "ReferenceRefused", out.note)
 	}
 	return d, out.uses
 }

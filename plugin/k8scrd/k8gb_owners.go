@@ -3,7 +3,10 @@ package k8scrd
 import (
 	"sync"
 
+	"github.com/coredns/coredns/plugin"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -58,7 +61,7 @@ func (g *gslbOwners) upsert(o *object.Object, owner string) {
 	defer g.mu.Unlock()
 	g.forget(o.Key)
 	if owner == "" {
-		g.b.upsert(o)
+		g.b.Upsert(o)
 		return
 	}
 	h := &heldEndpoint{owner: owner, obj: o, ignored: g.uids[owner] > 0}
@@ -70,9 +73,9 @@ func (g *gslbOwners) upsert(o *object.Object, owner string) {
 	}
 	m[o.Key] = struct{}{}
 	if h.ignored {
-		g.b.remove(o.Key)
+		g.b.Remove(o.Key)
 	} else {
-		g.b.upsert(o)
+		g.b.Upsert(o)
 	}
 	g.count()
 }
@@ -82,7 +85,7 @@ func (g *gslbOwners) remove(key string, version uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.forget(key)
-	g.b.removeAt(key, version)
+	g.b.RemoveAt(key, version)
 	g.count()
 }
 
@@ -115,7 +118,7 @@ func (g *gslbOwners) serve(key, uid string) {
 	for k := range g.byUID[uid] {
 		if h := g.held[k]; !h.ignored {
 			h.ignored = true
-			g.b.remove(k)
+			g.b.Remove(k)
 		}
 	}
 	g.count()
@@ -143,7 +146,7 @@ func (g *gslbOwners) drop(key string) {
 	for k := range g.byUID[uid] {
 		if h := g.held[k]; h.ignored {
 			h.ignored = false
-			g.b.upsert(h.obj)
+			g.b.Upsert(h.obj)
 		}
 	}
 }
@@ -158,3 +161,10 @@ func (g *gslbOwners) count() {
 	}
 	gslbIgnoredEndpoints.Set(float64(n))
 }
+
+var gslbIgnoredEndpoints = promauto.NewGauge(prometheus.GaugeOpts{
+	Namespace: plugin.Namespace,
+	Subsystem: "k8scrd",
+	Name:      "gslb_ignored_dnsendpoints",
+	Help:      "DNSEndpoints written by k8gb's operator ignored now because the Gslb that controls them is served (resources Gslb).",
+})

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
-	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"golang.org/x/net/publicsuffix"
 )
 
@@ -28,19 +28,6 @@ import (
 // from external-dns's conventions, which the sources follow; with a word
 // off, a name k8s_gateway would have served is logged once per object and
 // counted with a reason* below, so that nothing is dropped silently.
-
-// Annotations of k8s_gateway.
-const (
-	// annotationK8sGatewayHostname lists a Service's hosts for k8s_gateway.
-	annotationK8sGatewayHostname = "coredns.io/hostname"
-	// annotationK8sGatewayEndpoints ("true") makes k8s_gateway answer a
-	// Service's ready pod addresses, for a Service of any type.
-	annotationK8sGatewayEndpoints = "k8s-gateway.dns/resolve-endpoints"
-)
-
-// hostnameAnnotations are the annotations `hostname_annotation` accepts:
-// those the informer cache keeps (transform.go, readAnnotation).
-var hostnameAnnotations = []string{annotationK8sGatewayHostname, annotationHostname}
 
 // The reasons a name that k8s_gateway would serve is not served here: the
 // label of coredns_k8scrd_unserved_names_total and the reason of the
@@ -84,40 +71,6 @@ type nameConventions struct {
 	// derived (none: an empty list) in place of the log and the metric:
 	// the seam through which a report (the lint) collects them.
 	unserved func(kind, namespace, name string, names []unservedName)
-}
-
-// parseNameConvention parses one of the words `hostname_annotation KEY...`,
-// `service_names` and `relative_hosts` at c's cursor into n.
-func parseNameConvention(c *caddy.Controller, n *nameConventions) error {
-	switch word := c.Val(); word {
-	case "hostname_annotation":
-		args := corefile.Args(c)
-		if len(args) == 0 {
-			return c.ArgErr()
-		}
-		n.annotations = n.annotations[:0]
-		for _, a := range args {
-			if !slices.Contains(hostnameAnnotations, a) {
-				return c.Errf("hostname_annotation %q: want some of %s", a, strings.Join(hostnameAnnotations, " "))
-			}
-			if slices.Contains(n.annotations, a) {
-				return c.Errf("hostname_annotation %q: named twice", a)
-			}
-			n.annotations = append(n.annotations, a)
-		}
-	case "service_names", "relative_hosts":
-		if corefile.NextArg(c) {
-			return c.ArgErr()
-		}
-		if word == "service_names" {
-			n.serviceNames = true
-		} else {
-			n.relativeHosts = true
-		}
-	default:
-		return c.Errf("unknown property %q", word)
-	}
-	return nil
 }
 
 // hostnameAnnotation returns the first annotation of the block's list that
@@ -264,7 +217,7 @@ func unservedMessage(u unservedName) string {
 // tell one block from another.
 // With cfg.names.unserved set, it is handed the names instead (sorted,
 // once each).
-func noteUnserved(cfg *config, kind, namespace, name string, names []unservedName) {
+func noteUnserved(cfg *options, kind, namespace, name string, names []unservedName) {
 	names = slices.Clone(names)
 	slices.SortFunc(names, func(x, y unservedName) int {
 		return strings.Compare(x.name+" "+x.reason, y.name+" "+y.reason)
@@ -303,3 +256,11 @@ func noteUnserved(cfg *config, kind, namespace, name string, names []unservedNam
 	}
 	log.Warningf("%s %s/%s: not served, as k8s_gateway would serve them: %s", kind, namespace, name, msg)
 }
+
+// k8s_gateway's naming conventions (k8sgateway.go).
+var unservedNames = promauto.NewCounterVec(prometheus.CounterOpts{
+	Namespace: plugin.Namespace,
+	Subsystem: "k8scrd",
+	Name:      "unserved_names_total",
+	Help:      "Names that k8s_gateway would serve and this block does not (a naming word off), by reason; logged once per object.",
+}, []string{"reason"})

@@ -15,7 +15,7 @@ import (
 )
 
 // k8sGatewayConfig is lbConfig with the naming words of the Corefile body.
-func k8sGatewayConfig(t *testing.T, body string) *config {
+func k8sGatewayConfig(t *testing.T, body string) *options {
 	t.Helper()
 	cfg := lbConfig()
 	c := caddy.NewTestController("dns", "k8scrd {\n"+body+"\n}")

@@ -8,7 +8,7 @@ import (
 // says what an object declares (nil: nothing); parents, for a route, names
 // the Gateways it is attached to, read even when they do not accept it.
 type deriver struct {
-	derive  func(obj any, cfg *config, w world) *declared
+	derive  func(obj any, cfg *options, w world) *declared
 	parents func(obj any) []gatewayv1.ParentReference
 }
 
@@ -31,7 +31,7 @@ var derivers = map[string]deriver{
 
 // derive derives obj of kind through the table; nil when the kind is not
 // in it or obj is not of the kind's type.
-func derive(kind string, obj any, cfg *config, w world) (d *declared, parents []gatewayv1.ParentReference) {
+func derive(kind string, obj any, cfg *options, w world) (d *declared, parents []gatewayv1.ParentReference) {
 	k, ok := derivers[kind]
 	if !ok {
 		return nil, nil
@@ -43,8 +43,8 @@ func derive(kind string, obj any, cfg *config, w world) (d *declared, parents []
 }
 
 // derives adapts a kind's typed derivation to the table's signature.
-func derives[T any](f func(T, *config, world) *declared) func(any, *config, world) *declared {
-	return func(obj any, cfg *config, w world) *declared {
+func derives[T any](f func(T, *options, world) *declared) func(any, *options, world) *declared {
+	return func(obj any, cfg *options, w world) *declared {
 		o, ok := obj.(T)
 		if !ok {
 			return nil

@@ -29,7 +29,7 @@ const resource = "dnsendpoints.externaldns.k8s.io"
 // all). While the API server is away the informers keep their last data, so
 // the store keeps serving it, and they catch up when it returns.
 type kubernetes struct {
-	cfg *config
+	cfg *feedConfig
 	b   sink
 
 	cancel context.CancelFunc
@@ -45,7 +45,7 @@ type kubernetes struct {
 	lastErr map[string]string // namespace -> last list/watch error logged
 }
 
-func newKubernetes(cfg *config, b sink) *kubernetes {
+func newKubernetes(cfg *feedConfig, b sink) *kubernetes {
 	return &kubernetes{cfg: cfg, b: b, lastErr: map[string]string{}}
 }
 
@@ -106,7 +106,7 @@ func (k *kubernetes) start() error {
 		return fmt.Errorf("kubernetes: %w", err)
 	}
 	k.events = kube.NewEventer(cs.CoreV1())
-	k.b.setReporter(func(o *object.Object, reason, message string) { k.events.Report(objectRef(o), reason, message) })
+	k.b.SetReporter(func(o *object.Object, reason, message string) { k.events.Report(objectRef(o), reason, message) })
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
@@ -144,7 +144,7 @@ func (k *kubernetes) start() error {
 		if cache.WaitForCacheSync(ctx.Done(), synced...) {
 			k.recovered()
 			log.Infof("First sync of %s from %s done", strings.Join(k.cfg.resources, ", "), rc.Host)
-			k.b.synced()
+			k.b.Synced()
 		}
 	}()
 	return nil
@@ -256,7 +256,7 @@ func (k *kubernetes) add(obj any) {
 	}
 	k.recovered()
 	for _, b := range c.bad {
-		invalidEndpoints.WithLabelValues(b.Reason).Inc()
+		object.InvalidEndpoints.WithLabelValues(b.Reason).Inc()
 		if b.Reason != object.ReasonZone {
 			log.Warningf("DNSEndpoint %s (resourceVersion %s): %s; skipped", c.obj.Key, c.ResourceVersion, b.Msg)
 			k.events.Report(objectRef(c.obj), "InvalidEndpoint", b.Msg+"; skipped, the object's other endpoints are served")
@@ -266,7 +266,7 @@ func (k *kubernetes) add(obj any) {
 		k.owners.upsert(c.obj, c.owner)
 		return
 	}
-	k.b.upsert(c.obj)
+	k.b.Upsert(c.obj)
 }
 
 func (k *kubernetes) update(old, obj any) {
@@ -290,7 +290,7 @@ func (k *kubernetes) delete(obj any) {
 			k.owners.remove(c.obj.Key, resourceVersion(c))
 			return
 		}
-		k.b.removeAt(c.obj.Key, resourceVersion(c))
+		k.b.RemoveAt(c.obj.Key, resourceVersion(c))
 	}
 }
 
@@ -310,7 +310,7 @@ func (k *kubernetes) watchError(ns string) cache.WatchErrorHandler {
 		where = "namespace " + ns
 	}
 	return func(r *cache.Reflector, err error) {
-		syncErrors.WithLabelValues("kubernetes").Inc()
+		object.SyncErrors.WithLabelValues("kubernetes").Inc()
 		var msg string
 		switch {
 		case apierrors.IsForbidden(err):

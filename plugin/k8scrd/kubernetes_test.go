@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/external-dns/apis/v1alpha1"
@@ -193,12 +194,12 @@ func histogramCount(t *testing.T) uint64 {
 func TestKubernetesForbiddenIsCountedAndServfail(t *testing.T) {
 	f := newFakeAPI(t)
 	f.status = http.StatusForbidden
-	before := testutil.ToFloat64(syncErrors.WithLabelValues("kubernetes"))
+	before := testutil.ToFloat64(object.SyncErrors.WithLabelValues("kubernetes"))
 	k := startKubePlugin(t, f, "")
 	if k.Ready() {
 		t.Fatal("ready without a single successful list")
 	}
-	if testutil.ToFloat64(syncErrors.WithLabelValues("kubernetes")) <= before {
+	if testutil.ToFloat64(object.SyncErrors.WithLabelValues("kubernetes")) <= before {
 		t.Error("403 not counted in coredns_k8scrd_sync_errors_total")
 	}
 	if _, code := ask(t, k, "www.example.org.", dns.TypeA); code != dns.RcodeServerFailure {
@@ -236,7 +237,7 @@ func TestKubernetesKeepsServingWhileAPIServerAway(t *testing.T) {
 func TestKubernetesTransformStripsManagedFieldsKeepsChangeTime(t *testing.T) {
 	cfg := newConfig()
 	cfg.zones = []string{"example.org."}
-	src := newKubernetes(cfg, nil)
+	src := newKubernetes(cfg.feedConfig(), nil)
 	var ep v1alpha1.DNSEndpoint
 	changed := time.Date(2025, 5, 1, 12, 0, 3, 0, time.UTC)
 	if err := json.Unmarshal([]byte(apiObject("web", "www", 7, changed, aEndpoint("www.example.org", "192.0.2.1"))), &ep); err != nil {

@@ -166,7 +166,8 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 	defer func() { cfg.names.unserved = nil }()
 	// Read with every namespace and label, so that what the block's
 	// selection leaves out is said, not silently missing.
-	open := *cfg
+	dc := cfg.dirConfig()
+	open := *dc
 	open.namespaces, open.selector = nil, nil
 
 	var (
@@ -262,13 +263,13 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 			lo := &lintObject{pos: fmt.Sprintf("%s:%d", rel[r], s.line), kind: s.kind, namespace: s.namespace, name: s.name}
 			noted := len(w.noted)
 			unserved = unserved[:0]
-			decl := s.derive(cfg, w)
+			decl := s.derive(dc, w)
 			for _, n := range w.noted[noted:] {
 				_, note, _ := strings.Cut(n, "\x00")
 				lo.notes = append(lo.notes, lintNote{"", EventReferenceRefused, note, ""})
 			}
 			if _, gslb := s.obj.(*gslbObject); !gslb {
-				for _, n := range skippedNames(s.kind, s.obj, decl, unserved, cfg, w) {
+				for _, n := range skippedNames(s.kind, s.obj, decl, unserved, &dc.options, w) {
 					lo.notes = append(lo.notes, lintNote{name: n.name, reason: EventNameSkipped, msg: n.msg, k8sGateway: n.k8sGateway})
 				}
 			}
@@ -343,7 +344,7 @@ func lintMerge(cfg *config, objs []*object.Object) (*tree.Snapshot, map[*object.
 // lintSelected says why the block's namespaces and labels leave an object
 // out ("" when they select it).
 func lintSelected(cfg *config, ns string, labels map[string]string) string {
-	if cfg.selects(ns, labels) {
+	if cfg.dirConfig().selects(ns, labels) {
 		return ""
 	}
 	if len(cfg.namespaces) > 0 && !slices.Contains(cfg.namespaces, ns) {

@@ -6,10 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -59,7 +57,7 @@ type skipNote struct {
 // handed to cfg.names.unserved (unserved): the names it names that are not
 // among d's hosts, and why. It reads the object as the derivations do and
 // decides nothing: the derivation's answer stands, this only says why.
-func skippedNames(kind string, obj any, d *declared, unserved []unservedName, cfg *config, w world) []skipNote {
+func skippedNames(kind string, obj any, d *declared, unserved []unservedName, cfg *options, w world) []skipNote {
 	var notes []skipNote
 	took := func(name string) bool {
 		if d == nil {
@@ -150,7 +148,7 @@ func routeOf(kind string, obj any) *routeView {
 
 // skippedRoute explains a route: why no parent counts (d nil), and which
 // of its hostnames no listener of a counting parent took.
-func skippedRoute(v *routeView, d *declared, cfg *config, w world, zone func(host, from string) (string, bool), took func(string) bool) []skipNote {
+func skippedRoute(v *routeView, d *declared, cfg *options, w world, zone func(host, from string) (string, bool), took func(string) bool) []skipNote {
 	if v == nil {
 		return nil
 	}
@@ -188,37 +186,11 @@ func skippedRoute(v *routeView, d *declared, cfg *config, w world, zone func(hos
 	return notes
 }
 
-// reportSkipped reports on a derived object, as Events, what of it the
-// derivation did not take and why (skippedNames; unserved: what the
-// derivation handed to cfg.names.unserved): the API feed's side of
-// what the lint prints. The eventer bounds them (per object, per namespace,
-// de-duplicated), as it bounds refusals.
-func (c *cluster) reportSkipped(kind string, obj any, d *declared, unserved []unservedName) {
-	if isGslbKind(kind) {
-		return
-	}
-	notes := skippedNames(kind, obj, d, unserved, c.cfg, c)
-	if len(notes) == 0 {
-		return
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return
-	}
-	o := &object.Object{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}
-	for _, n := range notes {
-		if n.zone || n.lintOnly {
-			continue
-		}
-		c.b.report(o, EventNameSkipped, n.msg+"; not served")
-	}
-}
-
 // deriveReported derives obj as derive does, and returns besides the names
 // k8s_gateway would serve that the block does not, which the derivation
 // hands to cfg.names.unserved: logged and counted as noteUnserved does
 // (or handed to cfg's own collector), and said in the NameSkipped Events.
-func deriveReported(kind string, obj any, cfg *config, w world) (*declared, []gatewayv1.ParentReference, []unservedName) {
+func deriveReported(kind string, obj any, cfg *options, w world) (*declared, []gatewayv1.ParentReference, []unservedName) {
 	var (
 		unserved        []unservedName
 		called          bool

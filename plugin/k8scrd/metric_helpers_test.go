@@ -55,14 +55,14 @@ type recordingSink struct {
 	done   bool                      // synced
 }
 
-func (r *recordingSink) upsert(o *object.Object) { r.set(o.Key, o) }
-func (r *recordingSink) remove(key string)       { r.set(key, nil) }
-func (r *recordingSink) removeAt(key string, _ uint64) {
+func (r *recordingSink) Upsert(o *object.Object) { r.set(o.Key, o) }
+func (r *recordingSink) Remove(key string)       { r.set(key, nil) }
+func (r *recordingSink) RemoveAt(key string, _ uint64) {
 	r.set(key, nil)
 }
-func (r *recordingSink) synced()                                              { r.mu.Lock(); r.done = true; r.mu.Unlock() }
-func (r *recordingSink) report(*object.Object, string, string)                {}
-func (r *recordingSink) setReporter(func(o *object.Object, reason, m string)) {}
+func (r *recordingSink) Synced()                                              { r.mu.Lock(); r.done = true; r.mu.Unlock() }
+func (r *recordingSink) Report(*object.Object, string, string)                {}
+func (r *recordingSink) SetReporter(func(o *object.Object, reason, m string)) {}
 
 func (r *recordingSink) set(key string, o *object.Object) {
 	r.mu.Lock()

@@ -28,7 +28,7 @@ func init() { plugin.Register("k8scrd", setup) }
 
 // config is the parsed Corefile stanza.
 type config struct {
-	zones      []string
+	options    // what the derivations read: zones, classes, naming words
 	kubeconfig string
 	context    string
 	directory  string
@@ -46,26 +46,11 @@ type config struct {
 	refresh, retry, expire uint32
 	// resources are the kinds served (`resources`; default DNSEndpoint).
 	resources []string
-	// ingressClasses and gatewayClasses filter Ingresses and routes by class
-	// (`ingress_class`, `gateway_class`); empty: every class.
-	ingressClasses []string
-	gatewayClasses []string
 	// resolvers resolve status host names (`resolver ADDRESS...`, host:port).
 	resolvers []string
-	// names are k8s_gateway's naming conventions (k8sgateway.go).
-	names nameConventions
 	// startupWait bounds how long start-up waits for the first sync, as the
 	// kubernetes plugin does; queries before the sync get SERVFAIL.
 	startupWait time.Duration
-}
-
-// selects reports whether an object in namespace ns with these labels is
-// served: the directory source's equivalent of the API's namespace and label selector.
-func (cfg *config) selects(ns string, l map[string]string) bool {
-	if len(cfg.namespaces) > 0 && !slices.Contains(cfg.namespaces, ns) {
-		return false
-	}
-	return cfg.selector == nil || cfg.selector.Matches(labels.Set(l))
 }
 
 // buildConfig is what the builder needs of the block.
@@ -79,6 +64,23 @@ func (cfg *config) buildConfig() builder.Config {
 
 // serves reports whether kind is among the resources served.
 func (cfg *config) serves(kind string) bool { return slices.Contains(cfg.resources, kind) }
+
+// feedConfig is what the API feed needs of the block.
+func (cfg *config) feedConfig() *feedConfig {
+	return &feedConfig{
+		options: cfg.options, kubeconfig: cfg.kubeconfig, context: cfg.context,
+		namespaces: cfg.namespaces, labels: cfg.labels, resources: cfg.resources,
+		resolvers: cfg.resolvers, ttl: cfg.ttl,
+	}
+}
+
+// dirConfig is what the folder feed needs of the block.
+func (cfg *config) dirConfig() *dirConfig {
+	return &dirConfig{
+		options: cfg.options, directory: cfg.directory, namespaces: cfg.namespaces,
+		selector: cfg.selector, resources: cfg.resources, ttl: cfg.ttl,
+	}
+}
 
 func newConfig() *config {
 	return &config{ttl: 30, negTTL: 30, refresh: 7200, retry: 1800, expire: 86400, startupWait: 5 * time.Second, resources: []string{kindDNSEndpoint}}
@@ -293,9 +295,9 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 	cfg.zones = k.Zones
 	k.builder = builder.New(cfg.buildConfig(), &k.snap)
 	if cfg.directory != "" {
-		k.source = newDirectory(cfg, builderSink{k.builder})
+		k.source = newDirectory(cfg.dirConfig(), k.builder)
 	} else {
-		k.source = newKubernetes(cfg, builderSink{k.builder})
+		k.source = newKubernetes(cfg.feedConfig(), k.builder)
 	}
 	return k, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -20,12 +22,6 @@ import (
 // The cluster's own kinds in the directory: the same derivations as the
 // API source (source_kube.go, cluster.sync), over the objects of the
 // folder's files instead of the informers' caches.
-
-// Kinds a derivation reads besides the derived kinds (kindGateway is in source_kube.go).
-const (
-	kindEndpointSlice = "EndpointSlice"
-	kindIngressClass  = "IngressClass"
-)
 
 // fileKind is how the directory reads one kind: the apiVersion it takes,
 // and the kinds of `resources` that need it (it is skipped, silently,
@@ -58,9 +54,32 @@ var fileKinds = map[string]fileKind{
 // acceptedKinds lists, for messages, every kind a manifest file may hold.
 var acceptedKinds = strings.Join(append(slices.Clone(kinds), kindTCPRoute, kindUDPRoute, kindEndpointSlice, kindIngressClass, kindGateway), ", ") + ", or a List of them"
 
+// dirConfig is what the folder feed reads of the block.
+type dirConfig struct {
+	options
+	directory string
+	// namespaces and selector select the objects served (empty, nil: all).
+	namespaces []string
+	selector   labels.Selector
+	resources  []string
+	ttl        uint32
+}
+
+// serves reports whether kind is among the resources served.
+func (cfg *dirConfig) serves(kind string) bool { return slices.Contains(cfg.resources, kind) }
+
+// selects reports whether an object in namespace ns with these labels is
+// served: the folder's equivalent of the API's namespace and label selector.
+func (cfg *dirConfig) selects(ns string, l map[string]string) bool {
+	if len(cfg.namespaces) > 0 && !slices.Contains(cfg.namespaces, ns) {
+		return false
+	}
+	return cfg.selector == nil || cfg.selector.Matches(labels.Set(l))
+}
+
 // reads reports whether the directory reads documents of kind, given the
 // kinds served; known is false for a kind it never reads.
-func (cfg *config) reads(kind string) (read, known bool) {
+func (cfg *dirConfig) reads(kind string) (read, known bool) {
 	if kind == kindDNSEndpoint {
 		return cfg.serves(kind), true
 	}
@@ -72,7 +91,7 @@ func (cfg *config) reads(kind string) (read, known bool) {
 }
 
 // derives reports whether any kind served is derived (not a DNSEndpoint).
-func (cfg *config) derives() bool {
+func (cfg *dirConfig) derives() bool {
 	return slices.ContainsFunc(cfg.resources, func(k string) bool { return k != kindDNSEndpoint })
 }
 
@@ -87,18 +106,18 @@ type fileSource struct {
 
 // derive runs the API source's derivation of the object. An object of a
 // kind read only for the Gslbs that name it declares nothing of its own.
-func (s *fileSource) derive(cfg *config, w *dirWorld) *declared {
+func (s *fileSource) derive(cfg *dirConfig, w *dirWorld) *declared {
 	if !cfg.serves(s.kind) && !isGslbKind(s.kind) {
 		return nil
 	}
 	if g, ok := s.obj.(*gslbObject); ok {
-		d, out := deriveGslb(g, s.kind, cfg, w)
+		d, out := deriveGslb(g, s.kind, &cfg.options, w)
 		if out.note != "" {
 			w.noted = append(w.noted, s.key+"\x00"+out.note)
 		}
 		return d
 	}
-	d, _ := derive(s.kind, s.obj, cfg, w)
+	d, _ := derive(s.kind, s.obj, &cfg.options, w)
 	return d
 }
 
@@ -135,7 +154,7 @@ type fileProblem struct {
 // the derived kinds as they filter DNSEndpoints; EndpointSlices and
 // Gateways are read in the namespaces served (whatever their labels), and
 // IngressClasses (cluster-wide) always, as the informers read them.
-func (p *parsedFile) addKind(cfg *config, path string, line int, kind string, item []byte, seen map[string]int) error {
+func (p *parsedFile) addKind(cfg *dirConfig, path string, line int, kind string, item []byte, seen map[string]int) error {
 	var obj any
 	switch kind {
 	case kindIngress:
@@ -360,13 +379,13 @@ func (d *directory) derive(at time.Time) {
 			o.Version = uint64(max(o.Changed.Unix(), 0))
 			problems := d.logBad(filepath.Join(d.dir, base), s, decl.bad, bad, old)
 			d.derived[s.key] = &derivedFile{decl: decl, problems: problems}
-			d.b.upsert(o)
+			d.b.Upsert(o)
 		}
 	}
 	for key := range d.derived {
 		if !seen[key] {
 			delete(d.derived, key)
-			d.b.removeAt(key, uint64(max(at.Unix(), 0)))
+			d.b.RemoveAt(key, uint64(max(at.Unix(), 0)))
 		}
 	}
 	notes := map[string]bool{}
@@ -393,10 +412,10 @@ func (d *directory) logBad(path string, s *fileSource, declBad []string, bad []o
 	if msg == "" || old != nil && old.problems == msg {
 		return msg
 	}
-	invalidEndpoints.WithLabelValues(object.ReasonSource).Add(float64(len(declBad)))
+	object.InvalidEndpoints.WithLabelValues(object.ReasonSource).Add(float64(len(declBad)))
 	for _, b := range bad {
 		if b.Reason != object.ReasonZone {
-			invalidEndpoints.WithLabelValues(b.Reason).Inc()
+			object.InvalidEndpoints.WithLabelValues(b.Reason).Inc()
 		}
 	}
 	log.Warningf("%s:%d: %s %s/%s: %s; skipped, the rest of it is served", path, s.line, s.kind, s.namespace, s.name, msg)

@@ -221,7 +221,7 @@ func captureLog(t *testing.T) *syncBuffer {
 
 func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 	logs := captureLog(t)
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSource))
+	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonSource))
 	k, dir := newTestPlugin(t, "example.org", zoneBody+"\nresources Ingress", map[string]string{
 		"slice.yaml": sliceYAML("shop-1", "shop", true),
 		"ingress.yaml": ingressYAML("ok", "ok.example.org", "shop", "192.0.2.12") + "---\n" +
@@ -234,8 +234,8 @@ func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 	if !hasA(k, t, "ok.example.org.", "192.0.2.12")() {
 		t.Error("the other Ingress of the file not served")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
-		t.Errorf("invalidEndpoints{reason=source} rose by %v, want 1", d)
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
+		t.Errorf("object.InvalidEndpoints{reason=source} rose by %v, want 1", d)
 	}
 	// Derived again (another file changed): not logged again.
 	swaps := k.builder.Swaps()
@@ -253,8 +253,8 @@ func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], want) {
 		t.Errorf("want one log line containing %q, got %q", want, lines)
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
-		t.Errorf("after a new derivation invalidEndpoints{reason=source} rose by %v, want still 1", d)
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
+		t.Errorf("after a new derivation object.InvalidEndpoints{reason=source} rose by %v, want still 1", d)
 	}
 }
 
@@ -263,7 +263,7 @@ func TestDirectoryUnknownKindNamesWhatIsAccepted(t *testing.T) {
 	cfg.zones = []string{"example.org."}
 	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
 	raw := testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")) + "---\n" + deployment
-	p, err := parseFile("/m/app.yaml", []byte(raw), mtime0, cfg)
+	p, err := parseFile("/m/app.yaml", []byte(raw), mtime0, cfg.dirConfig())
 	if err == nil {
 		t.Fatal("a Deployment: want an error")
 	}
@@ -277,19 +277,19 @@ func TestDirectoryUnknownKindNamesWhatIsAccepted(t *testing.T) {
 	}
 
 	// The same through the handler: the error is counted, the DNSEndpoint served.
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode))
+	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode))
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{"app.yaml": raw})
 	if !hasA(k, t, "x.example.org.", "192.0.2.1")() {
 		t.Error("DNSEndpoint beside a Deployment not served")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 1 {
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 1 {
 		t.Errorf("decode errors counted: %v, want 1", d)
 	}
 }
 
 func TestDirectoryKnownKindNotServedSkippedSilently(t *testing.T) {
 	logs := captureLog(t)
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode))
+	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode))
 	app := testkit.DNSEndpoint("web", "plain", nil, testkit.EP("plain.example.org", "A", 0, "192.0.2.1")) + "---\n" +
 		ingressYAML("shop", "shop.example.org", "shop", "192.0.2.10") + "---\n" +
 		sliceYAML("shop-1", "shop", true) + "---\n" +
@@ -302,7 +302,7 @@ func TestDirectoryKnownKindNotServedSkippedSilently(t *testing.T) {
 	if !isNXDOMAIN(k, t, "shop.example.org.")() {
 		t.Error("Ingress served although resources does not name it")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 0 {
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 0 {
 		t.Errorf("known kinds not served counted as decode errors: %v", d)
 	}
 	if strings.Contains(logs.String(), "app.yaml") {

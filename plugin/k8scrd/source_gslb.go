@@ -60,7 +60,7 @@ type gslbDerivation struct {
 
 // deriveGslb derives what Gslb g (of kind kindGslb or kindGslbLegacy)
 // declares; nil: nothing (see the derivation's note).
-func deriveGslb(g *gslbObject, kind string, cfg *config, w gslbWorld) (*declared, gslbDerivation) {
+func deriveGslb(g *gslbObject, kind string, cfg *options, w gslbWorld) (*declared, gslbDerivation) {
 	var out gslbDerivation
 	if kind == kindGslbLegacy && strings.EqualFold(g.Labels[labelMigrated], "true") {
 		out.note = "labelled " + labelMigrated + "=true: its " + gslbGroup + " twin is served instead"
@@ -114,7 +114,7 @@ func deriveGslb(g *gslbObject, kind string, cfg *config, w gslbWorld) (*declared
 
 // gslbIngressAbsent is what a Gslb with spec.ingress declares while the
 // Ingress it describes does not exist: its hosts, without targets.
-func gslbIngressAbsent(g *gslbObject, kind string, cfg *config, out *gslbDerivation) *declared {
+func gslbIngressAbsent(g *gslbObject, kind string, cfg *options, out *gslbDerivation) *declared {
 	if len(g.Spec.Ingress.Rules) == 0 {
 		out.note = "neither spec.resourceRef nor spec.ingress names a host"
 		return nil
@@ -196,7 +196,7 @@ func gslbReferenced(g *gslbObject, w gslbWorld, out *gslbDerivation) any {
 // table (a Service with the Gslb's host; a TCPRoute or UDPRoute, which carry
 // no host names, with the Gslb's), and returns with it each host's Services
 // ("" for every host) for serviceHealthPolicy All.
-func gslbDeriveReferenced(refKind string, refObject any, hostname string, rcfg *config, zones []string, w gslbWorld, out *gslbDerivation) (base *declared, hostSvcs map[string][]string) {
+func gslbDeriveReferenced(refKind string, refObject any, hostname string, rcfg *options, zones []string, w gslbWorld, out *gslbDerivation) (base *declared, hostSvcs map[string][]string) {
 	var parents []gatewayv1.ParentReference
 	switch o := refObject.(type) {
 	case *networkingv1.Ingress:
@@ -270,7 +270,7 @@ func gslbHealth(g *gslbObject, d *declared, hostSvcs map[string][]string, w gslb
 
 // gslbPortRoute derives a TCPRoute or a UDPRoute: its host is the Gslb's
 // k8gb.io/hostname annotation, as in k8gb.
-func gslbPortRoute(v *routeView, hostname string, cfg *config, w world, out *gslbDerivation) *declared {
+func gslbPortRoute(v *routeView, hostname string, cfg *options, w world, out *gslbDerivation) *declared {
 	if strings.TrimSpace(hostname) == "" {
 		out.note = "a Gslb over a " + v.kind + " takes its host from annotation " + annotationK8gbHostname
 		return nil

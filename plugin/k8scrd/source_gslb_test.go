@@ -107,7 +107,7 @@ func TestGslbDerivation(t *testing.T) {
 		kind  string
 		g     *gslbObject
 		world func(*gslbTestWorld)
-		cfg   func(*config)
+		cfg   func(*options)
 		want  *lbView
 		note  string // a substring of the note; "" none
 		uses  []string
@@ -122,7 +122,7 @@ func TestGslbDerivation(t *testing.T) {
 		{
 			name: "class filters do not apply to the Ingress a Gslb names",
 			g:    gslbOf(gslbSpec{ResourceRef: refTo(kindIngress, "shop"), Strategy: rr}, nil, nil),
-			cfg:  func(c *config) { c.ingressClasses = []string{"internal"} },
+			cfg:  func(c *options) { c.ingressClasses = []string{"internal"} },
 			want: &lbView{Hosts: []string{"shop.example.org."}, Addrs: []string{"198.51.100.1"}, Services: []string{"web/api", "web/app"},
 				Props: []string{"gslb/strategy=roundRobin"}},
 		},

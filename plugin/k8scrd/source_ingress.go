@@ -36,7 +36,7 @@ func ingressClass(ing *networkingv1.Ingress, defaultClass string) string {
 // without any (only resource backends, or no paths) the default backend's.
 // A host only in spec.tls[].hosts is routed to the default backend, so it
 // takes its health from it, and without a default backend it is not served.
-func deriveIngress(ing *networkingv1.Ingress, cfg *config, w world) *declared {
+func deriveIngress(ing *networkingv1.Ingress, cfg *options, w world) *declared {
 	if ing == nil {
 		return nil
 	}

@@ -38,11 +38,8 @@ func (w *lbWorld) defaultIngressClass() string { return w.defaultClass }
 func (w *lbWorld) gateway(namespace, name string) *gatewayv1.Gateway { return nil }
 
 // lbConfig is a block for example.org. and shop.test.
-func lbConfig(classes ...string) *config {
-	cfg := newConfig()
-	cfg.zones = []string{"example.org.", "shop.test."}
-	cfg.ingressClasses = classes
-	return cfg
+func lbConfig(classes ...string) *options {
+	return &options{zones: []string{"example.org.", "shop.test."}, ingressClasses: classes}
 }
 
 // lbView is what a test compares of a declared: hosts as "name" or
@@ -516,7 +513,7 @@ func TestIngressDerivedObjectMarksUnreadyHosts(t *testing.T) {
 	}, lbIngress("ip:192.0.2.10", "ip:2001:db8::1"), map[string]string{"gslb.fleetdns.io/strategy": "roundRobin"})
 	cfg := lbConfig()
 	d := deriveIngress(ing, cfg, &lbWorld{readySvcs: []string{"web/front"}})
-	o, bad := d.object(nil, cfg.zones, cfg.ttl)
+	o, bad := d.object(nil, cfg.zones, 30)
 	if len(bad) != 0 {
 		t.Fatalf("invalid endpoints %v", bad)
 	}

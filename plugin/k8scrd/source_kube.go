@@ -42,7 +42,7 @@ import (
 // absent, that is logged once and the CRD is watched for, so that routes
 // installed later are served without a restart.
 type cluster struct {
-	cfg *config
+	cfg *feedConfig
 	b   sink
 	res hostResolver // nil: status host names are not resolved
 
@@ -85,16 +85,22 @@ type hostResolver interface {
 // reaches it, every object listed before has been derived.
 const syncMarker = "\x00synced"
 
-// gatewayKinds are the Gateway API kinds, by the CRD that serves them.
-var gatewayKinds = map[string]string{
-	kindHTTPRoute: "httproutes.gateway.networking.k8s.io",
-	kindGRPCRoute: "grpcroutes.gateway.networking.k8s.io",
-	kindTLSRoute:  "tlsroutes.gateway.networking.k8s.io",
-	kindGateway:   "gateways.gateway.networking.k8s.io",
+// feedConfig is what the API feed reads of the block.
+type feedConfig struct {
+	options
+	kubeconfig, context string
+	// namespaces and labels select the objects watched (empty: all).
+	namespaces []string
+	labels     string
+	// resources are the kinds served.
+	resources []string
+	// resolvers resolve status host names (host:port).
+	resolvers []string
+	ttl       uint32
 }
 
-// kindGateway is not a kind of `resources`: routes' targets come from it.
-const kindGateway = "Gateway"
+// serves reports whether kind is among the resources served.
+func (cfg *feedConfig) serves(kind string) bool { return slices.Contains(cfg.resources, kind) }
 
 // watched is one kind's informers: one for all namespaces, or one per namespace named.
 type watched struct {
@@ -141,7 +147,7 @@ func (w *watched) list() []any {
 	return all
 }
 
-func newCluster(cfg *config, b sink, rc *rest.Config) (*cluster, error) {
+func newCluster(cfg *feedConfig, b sink, rc *rest.Config) (*cluster, error) {
 	// The core kinds in protobuf: smaller and faster to decode than JSON.
 	// Custom resources (the Gateway API, the dynamic client) have no
 	// protobuf encoding and keep rc's JSON.
@@ -610,7 +616,7 @@ func (c *cluster) sync(key string) {
 	} else {
 		var refs []gatewayv1.ParentReference
 		var unserved []unservedName
-		d, refs, unserved = deriveReported(kind, obj, c.cfg, c) // lint_reasons.go
+		d, refs, unserved = deriveReported(kind, obj, &c.cfg.options, c) // lint_reasons.go
 		parents = routeParents(ns, refs)
 		c.reportSkipped(kind, obj, d, unserved)
 	}
@@ -627,7 +633,7 @@ func (c *cluster) sync(key string) {
 		if m, err := meta.Accessor(obj); err == nil {
 			version = max(version, resourceVersion(m)) // present, but no longer served
 		}
-		c.b.removeAt(key, version)
+		c.b.RemoveAt(key, version)
 		return
 	}
 	var uses []string
@@ -668,7 +674,7 @@ func (c *cluster) sync(key string) {
 		}
 	}
 	c.logBad(key, kind, ns, name, problems)
-	c.b.upsert(o)
+	c.b.Upsert(o)
 }
 
 // version is the SOA serial's version of a derived object: the highest
@@ -705,9 +711,9 @@ func (c *cluster) logBad(key, kind, ns, name string, problems []string) {
 	if same || msg == "" {
 		return
 	}
-	invalidEndpoints.WithLabelValues(object.ReasonSource).Add(float64(len(problems)))
+	object.InvalidEndpoints.WithLabelValues(object.ReasonSource).Add(float64(len(problems)))
 	log.Warningf("%s %s/%s: %s; skipped, the rest of it is served", kind, ns, name, msg)
-	c.b.report(&object.Object{Kind: kind, Namespace: ns, Name: name}, "InvalidEndpoint", msg+"; skipped, the rest of it is served")
+	c.b.Report(&object.Object{Kind: kind, Namespace: ns, Name: name}, "InvalidEndpoint", msg+"; skipped, the rest of it is served")
 }
 
 // use records what the derivation of key read.
@@ -814,7 +820,7 @@ func watchError(resource, ns string) cache.WatchErrorHandler {
 	var mu sync.Mutex
 	var last string
 	return func(_ *cache.Reflector, err error) {
-		syncErrors.WithLabelValues("kubernetes").Inc()
+		object.SyncErrors.WithLabelValues("kubernetes").Inc()
 		mu.Lock()
 		defer mu.Unlock()
 		if err.Error() == last {
@@ -826,5 +832,31 @@ func watchError(resource, ns string) cache.WatchErrorHandler {
 			return
 		}
 		log.Warningf("List/watch of %s in %s failed, retrying; serving the last data: %v", resource, where, err)
+	}
+}
+
+// reportSkipped reports on a derived object, as Events, what of it the
+// derivation did not take and why (skippedNames; unserved: what the
+// derivation handed to cfg.names.unserved): the API feed's side of
+// what the lint prints. The eventer bounds them (per object, per namespace,
+// de-duplicated), as it bounds refusals.
+func (c *cluster) reportSkipped(kind string, obj any, d *declared, unserved []unservedName) {
+	if isGslbKind(kind) {
+		return
+	}
+	notes := skippedNames(kind, obj, d, unserved, &c.cfg.options, c)
+	if len(notes) == 0 {
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	o := &object.Object{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID())}
+	for _, n := range notes {
+		if n.zone || n.lintOnly {
+			continue
+		}
+		c.b.Report(o, EventNameSkipped, n.msg+"; not served")
 	}
 }

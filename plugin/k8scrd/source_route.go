@@ -48,7 +48,7 @@ var (
 )
 
 // deriveHTTPRoute derives what an HTTPRoute declares; nil: nothing.
-func deriveHTTPRoute(r *gatewayv1.HTTPRoute, cfg *config, w world) *declared {
+func deriveHTTPRoute(r *gatewayv1.HTTPRoute, cfg *options, w world) *declared {
 	v := routeView{
 		kind: kindHTTPRoute, meta: &r.ObjectMeta, hostnames: r.Spec.Hostnames,
 		parentRefs: r.Spec.ParentRefs, parents: r.Status.Parents, protocols: routeHTTPProtocols,
@@ -62,7 +62,7 @@ func deriveHTTPRoute(r *gatewayv1.HTTPRoute, cfg *config, w world) *declared {
 }
 
 // deriveGRPCRoute derives what a GRPCRoute declares; nil: nothing.
-func deriveGRPCRoute(r *gatewayv1.GRPCRoute, cfg *config, w world) *declared {
+func deriveGRPCRoute(r *gatewayv1.GRPCRoute, cfg *options, w world) *declared {
 	v := routeView{
 		kind: kindGRPCRoute, meta: &r.ObjectMeta, hostnames: r.Spec.Hostnames,
 		parentRefs: r.Spec.ParentRefs, parents: r.Status.Parents, protocols: routeHTTPProtocols,
@@ -76,7 +76,7 @@ func deriveGRPCRoute(r *gatewayv1.GRPCRoute, cfg *config, w world) *declared {
 }
 
 // deriveTLSRoute derives what a TLSRoute declares; nil: nothing.
-func deriveTLSRoute(r *gatewayv1.TLSRoute, cfg *config, w world) *declared {
+func deriveTLSRoute(r *gatewayv1.TLSRoute, cfg *options, w world) *declared {
 	v := routeView{
 		kind: kindTLSRoute, meta: &r.ObjectMeta, hostnames: r.Spec.Hostnames,
 		parentRefs: r.Spec.ParentRefs, parents: r.Status.Parents, protocols: routeTLSProtocols,
@@ -88,7 +88,7 @@ func deriveTLSRoute(r *gatewayv1.TLSRoute, cfg *config, w world) *declared {
 }
 
 // deriveRoute is the derivation the three route kinds share.
-func deriveRoute(v *routeView, cfg *config, w world) *declared {
+func deriveRoute(v *routeView, cfg *options, w world) *declared {
 	ns := v.meta.Namespace
 	var (
 		counted       bool

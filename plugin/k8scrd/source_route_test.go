@@ -119,10 +119,8 @@ func routeBackend(ns, name string) gatewayv1.HTTPBackendRef {
 	return b
 }
 
-func routeConfig() *config {
-	cfg := newConfig()
-	cfg.zones = []string{"example.org.", "example.net."}
-	return cfg
+func routeConfig() *options {
+	return &options{zones: []string{"example.org.", "example.net."}}
 }
 
 // routeSummary renders what a declared route serves, for comparison:
@@ -159,7 +157,7 @@ func TestDeriveHTTPRoute(t *testing.T) {
 		name  string
 		route func(r *gatewayv1.HTTPRoute)
 		world func(w routeTestWorld)
-		cfg   func(c *config)
+		cfg   func(c *options)
 		want  string
 	}{
 		{name: "accepted", want: routeStd},
@@ -217,8 +215,8 @@ func TestDeriveHTTPRoute(t *testing.T) {
 			}},
 
 		// gateway_class.
-		{name: "gateway of a class served", want: routeStd, cfg: func(c *config) { c.gatewayClasses = []string{"other", "eg"} }},
-		{name: "gateway of another class", want: "nil", cfg: func(c *config) { c.gatewayClasses = []string{"other"} }},
+		{name: "gateway of a class served", want: routeStd, cfg: func(c *options) { c.gatewayClasses = []string{"other", "eg"} }},
+		{name: "gateway of another class", want: "nil", cfg: func(c *options) { c.gatewayClasses = []string{"other"} }},
 
 		// Listener selection.
 		{name: "sectionName picks its listener", want: "hosts=b.example.org. addrs=192.0.2.10 hostnames= gateways=web/gw services=web/app",
@@ -431,7 +429,7 @@ func TestDeriveHTTPRoute(t *testing.T) {
 				w.gateways["web/other"] = routeGateway("web", "other", w.gateways["web/gw"].Spec.Listeners, "192.0.2.30")
 			}},
 		{name: "two parents, one of another class: read, not served", want: "hosts=www.example.org. addrs=192.0.2.10 hostnames= gateways=web/gw,web/other services=web/app",
-			cfg: func(c *config) { c.gatewayClasses = []string{"eg"} },
+			cfg: func(c *options) { c.gatewayClasses = []string{"eg"} },
 			route: func(r *gatewayv1.HTTPRoute) {
 				ref := routeParent("other")
 				r.Spec.ParentRefs = append(r.Spec.ParentRefs, ref)
@@ -737,7 +735,7 @@ func TestDeriveRouteObject(t *testing.T) {
 	w.gateways["web/gw"].Status.Addresses = append(w.gateways["web/gw"].Status.Addresses, gatewayv1.GatewayStatusAddress{Value: "2001:db8::10"})
 	cfg := routeConfig()
 	d := deriveHTTPRoute(r, cfg, w)
-	o, bad := d.object(nil, cfg.zones, cfg.ttl)
+	o, bad := d.object(nil, cfg.zones, 30)
 	if len(bad) != 0 {
 		t.Fatalf("invalid %v", bad)
 	}
@@ -757,7 +755,7 @@ func TestDeriveRouteObject(t *testing.T) {
 
 	// Backends down: the same declaration, its endpoints marked unready.
 	clear(w.readyServices)
-	o, _ = deriveHTTPRoute(r, cfg, w).object(nil, cfg.zones, cfg.ttl)
+	o, _ = deriveHTTPRoute(r, cfg, w).object(nil, cfg.zones, 30)
 	eps := o.At("www.example.org.")
 	if len(eps) != 2 {
 		t.Fatalf("backends down: %d endpoints at www.example.org., want the same 2 (A and AAAA)", len(eps))
@@ -786,7 +784,7 @@ func TestRouteTargetsPerAdmittingListener(t *testing.T) {
 	r.Status.Parents = []gatewayv1.RouteParentStatus{routeStatus(a, routeAccepted), routeStatus(b, routeAccepted)}
 	r.Spec.Hostnames = []gatewayv1.Hostname{"a.example.org", "b.example.org"}
 	cfg := routeConfig()
-	o, bad := deriveHTTPRoute(r, cfg, w).object(nil, cfg.zones, cfg.ttl)
+	o, bad := deriveHTTPRoute(r, cfg, w).object(nil, cfg.zones, 30)
 	if len(bad) != 0 {
 		t.Fatalf("invalid %v", bad)
 	}

@@ -20,7 +20,7 @@ import (
 //
 // What k8s_gateway would serve of it and the block does not is logged once
 // and counted (noteUnserved).
-func deriveService(svc *corev1.Service, cfg *config, w world) *declared {
+func deriveService(svc *corev1.Service, cfg *options, w world) *declared {
 	if svc == nil {
 		return nil
 	}

@@ -12,37 +12,17 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// The kinds that `resources` names: the sources of the store. DNSEndpoint
-// objects carry records; the others are the cluster's own objects, whose
-// hosts, targets and health k8scrd derives (docs/architecture.md, and this plugin's README).
-const (
-	kindDNSEndpoint = "DNSEndpoint"
-	kindIngress     = "Ingress"
-	kindService     = "Service"
-	kindHTTPRoute   = "HTTPRoute"
-	kindGRPCRoute   = "GRPCRoute"
-	kindTLSRoute    = "TLSRoute"
-)
-
-// kinds are the words `resources` accepts, in the order the README lists them.
-var kinds = []string{kindDNSEndpoint, kindIngress, kindService, kindHTTPRoute, kindGRPCRoute, kindTLSRoute, kindGslb}
-
-// Annotations the sources read.
-const (
-	// annotationHostname lists a Service's hosts, comma separated (external-dns's convention).
-	annotationHostname = "external-dns.alpha.kubernetes.io/hostname"
-	// annotationTTL is the records' TTL in seconds (external-dns's convention).
-	annotationTTL = "external-dns.alpha.kubernetes.io/ttl"
-	// annotationIngressClass is the legacy class of an Ingress without ingressClassName.
-	annotationIngressClass = "kubernetes.io/ingress.class"
-	// annotationDefaultClass marks the default IngressClass.
-	annotationDefaultClass = "ingressclass.kubernetes.io/is-default-class"
-	// gslbAnnotations prefixes the GSLB policy of an object: gslb.fleetdns.io/strategy
-	// is the DNSEndpoint property gslb/strategy, and so on for every name.
-	gslbAnnotations = "gslb.fleetdns.io/"
-	// labelServiceName ties an EndpointSlice to its Service.
-	labelServiceName = "kubernetes.io/service-name"
-)
+// options are what a derivation reads of the block: its zones, the
+// classes it serves and k8s_gateway's naming words.
+type options struct {
+	zones []string
+	// ingressClasses and gatewayClasses filter Ingresses and routes by class
+	// (`ingress_class`, `gateway_class`); empty: every class.
+	ingressClasses []string
+	gatewayClasses []string
+	// names are k8s_gateway's naming conventions (names.go).
+	names nameConventions
+}
 
 // declared is what one of the cluster's objects (an Ingress, a Service, a
 // route) declares: its hosts inside the zones with their health, the
