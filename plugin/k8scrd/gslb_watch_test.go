@@ -50,7 +50,7 @@ func selectorCluster(tb testing.TB, indexers cache.Indexers, nss, perNS int) (*c
 		}
 	}
 	ci := &countingIndexer{Indexer: inf.GetIndexer()}
-	c := &cluster{cfg: &feedConfig{options: *lbConfig()}, kinds: map[string]*watched{
+	c := &cluster{cfg: &feedConfig{options: options{zones: []string{"example.org.", "shop.test."}}}, kinds: map[string]*watched{
 		kindService: {byNS: map[string]cache.SharedIndexInformer{metav1.NamespaceAll: &countingInformer{inf, ci}}},
 	}}
 	c.cfg.resources = []string{kindGslb}
@@ -61,7 +61,7 @@ func selectorCluster(tb testing.TB, indexers cache.Indexers, nss, perNS int) (*c
 // the cluster to keep its namespace's; with the namespace index it visits
 // its namespace's only.
 func TestGslbSelectorListsOneNamespace(t *testing.T) {
-	c := &cluster{cfg: &feedConfig{options: *lbConfig()}}
+	c := &cluster{cfg: &feedConfig{options: options{zones: []string{"example.org.", "shop.test."}}}}
 	c.cfg.resources = []string{kindGslb}
 	c, idx := selectorCluster(t, c.gslbIndexers(kindService, nil), 500, 20)
 
@@ -79,7 +79,7 @@ func TestGslbSelectorListsOneNamespace(t *testing.T) {
 	}
 
 	// Without the Gslb source nothing lists by namespace: no index kept.
-	plain := &cluster{cfg: &feedConfig{options: *lbConfig()}}
+	plain := &cluster{cfg: &feedConfig{options: options{zones: []string{"example.org.", "shop.test."}}}}
 	if _, ok := plain.gslbIndexers(kindService, nil)[cache.NamespaceIndex]; ok {
 		t.Error("namespace index kept without the Gslb source")
 	}
@@ -89,7 +89,7 @@ func TestGslbSelectorListsOneNamespace(t *testing.T) {
 // namespaces of 20 Services: "scan" is the listing without the namespace
 // index (as before), "index" with it.
 func BenchmarkGslbSelectorListing(b *testing.B) {
-	base := &cluster{cfg: &feedConfig{options: *lbConfig()}}
+	base := &cluster{cfg: &feedConfig{options: options{zones: []string{"example.org.", "shop.test."}}}}
 	base.cfg.resources = []string{kindGslb}
 	for _, bc := range []struct {
 		name     string

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coredns/caddy"
-	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -14,15 +12,22 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// k8sGatewayConfig is lbConfig with the naming words of the Corefile body.
+// k8sGatewayConfig is lbConfig with the naming words of body, one a line
+// (the words are parsed in setup.go; names_test.go tests that).
 func k8sGatewayConfig(t *testing.T, body string) *options {
 	t.Helper()
 	cfg := lbConfig()
-	c := caddy.NewTestController("dns", "k8scrd {\n"+body+"\n}")
-	c.Next()
-	for c.NextBlock() {
-		if err := parseNameConvention(c, &cfg.names); err != nil {
-			t.Fatalf("%q: %v", body, err)
+	for _, line := range strings.Split(body, "\n") {
+		switch f := strings.Fields(line); {
+		case len(f) == 0:
+		case f[0] == "hostname_annotation":
+			cfg.names.annotations = f[1:]
+		case f[0] == "service_names":
+			cfg.names.serviceNames = true
+		case f[0] == "relative_hosts":
+			cfg.names.relativeHosts = true
+		default:
+			t.Fatalf("%q: not a naming word", line)
 		}
 	}
 	return cfg
@@ -219,52 +224,6 @@ func TestK8sGatewayRelativeRouteHosts(t *testing.T) {
 	}
 }
 
-func TestK8sGatewayWordsRejected(t *testing.T) {
-	for _, body := range []string{
-		"hostname_annotation",
-		"hostname_annotation example.com/hostname",
-		"hostname_annotation coredns.io/hostname coredns.io/hostname",
-		"service_names yes",
-		"relative_hosts on",
-	} {
-		cfg := lbConfig()
-		c := caddy.NewTestController("dns", "k8scrd {\n"+body+"\n}")
-		c.Next()
-		c.NextBlock()
-		err := parseNameConvention(c, &cfg.names)
-		if err == nil || !strings.Contains(err.Error(), "Testfile:2") {
-			t.Errorf("%q: error %v, want one naming line 2", body, err)
-		}
-	}
-}
-
-func TestSetupParsesK8sGatewayWords(t *testing.T) {
-	k, err := parse(caddy.NewTestController("dns", `k8scrd example.org {
-		resources Ingress Service
-		hostname_annotation coredns.io/hostname external-dns.alpha.kubernetes.io/hostname
-		service_names
-		relative_hosts
-	}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := k.cfg.names
-	if !slices.Equal(n.annotations, []string{annotationK8sGatewayHostname, annotationHostname}) || !n.serviceNames || !n.relativeHosts {
-		t.Errorf("names = %+v", n)
-	}
-	d, err := parse(caddy.NewTestController("dns", "k8scrd"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := d.cfg.names; len(n.annotations) != 0 || n.serviceNames || n.relativeHosts {
-		t.Errorf("default names = %+v, want external-dns's conventions alone", n)
-	}
-	_, err = parse(caddy.NewTestController("dns", "k8scrd {\n    resources Service\n    service_names please\n}"))
-	if err == nil || !strings.Contains(err.Error(), "Testfile:3") {
-		t.Errorf("service_names with an argument: %v, want an error naming line 3", err)
-	}
-}
-
 func TestK8sGatewayUnservedSeam(t *testing.T) {
 	cfg := lbConfig()
 	var got []string
@@ -283,43 +242,5 @@ func TestK8sGatewayUnservedSeam(t *testing.T) {
 	}
 	if d := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayServiceName)) - before; d != 0 {
 		t.Errorf("counted %v with a collector set, want 0 (the collector takes them)", d)
-	}
-}
-
-// The words hold for manifests in a folder too (the directory feed, and
-// the lint that reads folders).
-func TestK8sGatewayWordsInADirectory(t *testing.T) {
-	const svcs = `apiVersion: v1
-kind: Service
-metadata: {name: test, namespace: default}
-spec: {type: LoadBalancer}
-status: {loadBalancer: {ingress: [{ip: 192.0.2.3}]}}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: annotated
-  namespace: default
-  annotations: {coredns.io/hostname: "good.ok, *.apps"}
-spec: {type: LoadBalancer}
-status: {loadBalancer: {ingress: [{ip: 192.0.2.5}]}}
-`
-	words := "resources Service\nhostname_annotation coredns.io/hostname external-dns.alpha.kubernetes.io/hostname\nservice_names\nrelative_hosts"
-	k, _ := newTestPlugin(t, "example.org", words, map[string]string{"svc.yaml": svcs})
-	for name, want := range map[string]string{
-		"test.default.example.org.": "192.0.2.3",
-		"good.ok.example.org.":      "192.0.2.5",
-		"x.apps.example.org.":       "192.0.2.5",
-	} {
-		m, _ := ask(t, k, name, dns.TypeA)
-		if m == nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != want {
-			t.Errorf("%s A: %v, want %s", name, m, want)
-		}
-	}
-	off, _ := newTestPlugin(t, "example.org", "resources Service", map[string]string{"svc.yaml": svcs})
-	for _, name := range []string{"test.default.example.org.", "good.ok.example.org."} {
-		if m, _ := ask(t, off, name, dns.TypeA); m == nil || m.Rcode != dns.RcodeNameError {
-			t.Errorf("%s A without the words: %v, want NXDOMAIN", name, m)
-		}
 	}
 }

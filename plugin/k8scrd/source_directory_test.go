@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object/objecttest"
+
 	"github.com/coredns/caddy"
 	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
@@ -70,7 +72,7 @@ endpoints:
 // directoryOnly parses a block on a folder holding files and reads it once,
 // with the builder not running: what the directory hands the builder stays
 // in its queue, for handed to take.
-func directoryOnly(t *testing.T, body string, files map[string]string) (*directory, *recordingSink, string) {
+func directoryOnly(t *testing.T, body string, files map[string]string) (*directory, *objecttest.Sink, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -82,7 +84,7 @@ func directoryOnly(t *testing.T, body string, files map[string]string) (*directo
 		t.Fatalf("parse: %v", err)
 	}
 	d := k.source.(*directory)
-	rec := &recordingSink{}
+	rec := &objecttest.Sink{}
 	d.b = rec
 	d.rescan()
 	return d, rec, dir
@@ -90,7 +92,7 @@ func directoryOnly(t *testing.T, body string, files map[string]string) (*directo
 
 // handed takes what the directory handed the builder since the last call:
 // key -> object, nil for a removal.
-func handed(b *recordingSink) map[string]*object.Object { return b.take() }
+func handed(b *objecttest.Sink) map[string]*object.Object { return b.Take() }
 
 // unready reports whether o holds endpoints at name and all of them are
 // marked unready (health withdraws them from localtargets and gslb).

@@ -4,14 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
-	"github.com/miekg/dns"
-
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/external-dns/endpoint"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -341,114 +336,6 @@ func TestGslbDeclaredObject(t *testing.T) {
 	o.Kind = kindGslbLegacy
 	if ref := objectRef(o); ref.APIVersion != "k8gb.absa.oss/v1beta1" || ref.Kind != "Gslb" {
 		t.Errorf("Events go to %s %s, want k8gb.absa.oss/v1beta1 Gslb", ref.APIVersion, ref.Kind)
-	}
-}
-
-func TestK8gbController(t *testing.T) {
-	yes := true
-	no := false
-	owner := func(api, kind string, ctl *bool) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: api, Kind: kind, Name: "shop", UID: types.UID("g-1"), Controller: ctl}}
-	}
-	tests := []struct {
-		name string
-		m    metav1.ObjectMeta
-		want string
-	}{
-		{"k8gb.io", metav1.ObjectMeta{Labels: map[string]string{labelDNSType: "local"}, OwnerReferences: owner("k8gb.io/v1beta1", "Gslb", &yes)}, "g-1"},
-		{"legacy label and group", metav1.ObjectMeta{Labels: map[string]string{labelLegacyDNSType: "local"}, OwnerReferences: owner("k8gb.absa.oss/v1beta1", "Gslb", &yes)}, "g-1"},
-		{"no k8gb label", metav1.ObjectMeta{OwnerReferences: owner("k8gb.io/v1beta1", "Gslb", &yes)}, ""},
-		{"not the controller", metav1.ObjectMeta{Labels: map[string]string{labelDNSType: "local"}, OwnerReferences: owner("k8gb.io/v1beta1", "Gslb", &no)}, ""},
-		{"another kind", metav1.ObjectMeta{Labels: map[string]string{labelDNSType: "local"}, OwnerReferences: owner("k8gb.io/v1beta1", "ZoneDelegation", &yes)}, ""},
-		{"another group", metav1.ObjectMeta{Labels: map[string]string{labelDNSType: "local"}, OwnerReferences: owner("example.com/v1", "Gslb", &yes)}, ""},
-	}
-	for _, tc := range tests {
-		if got := k8gbController(&tc.m); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
-// A DNSEndpoint that k8gb's operator wrote leaves the store while its Gslb
-// is served and returns when the Gslb is gone; others pass untouched.
-func TestGslbOwnersHoldBackOperatorRecords(t *testing.T) {
-	cfg := newConfig()
-	cfg.zones = []string{"example.org."}
-	b := &recordingSink{}
-	g := newGslbOwners(b)
-	mk := func(name string) *object.Object {
-		o, _ := object.New(object.Meta{Key: "web/" + name, Namespace: "web", Name: name},
-			[]*endpoint.Endpoint{{DNSName: name + ".example.org", RecordType: "A", Targets: endpoint.Targets{"198.51.100.1"}}}, cfg.zones, 30)
-		return o
-	}
-	has := b.holds
-	g.upsert(mk("shop"), "g-1")
-	g.upsert(mk("mine"), "")
-	if !has("web/shop") || !has("web/mine") {
-		t.Fatal("DNSEndpoints not served before any Gslb is")
-	}
-	g.serve("Gslb:web/shop", "g-1")
-	if has("web/shop") {
-		t.Error("k8gb's DNSEndpoint still served once its Gslb is")
-	}
-	if !has("web/mine") {
-		t.Error("an unrelated DNSEndpoint left the store")
-	}
-	g.upsert(mk("shop"), "g-1") // the operator's object updated while its Gslb is served
-	if has("web/shop") {
-		t.Error("an update let k8gb's DNSEndpoint back")
-	}
-	g.serve("Gslb:web/shop", "g-1") // derived again
-	g.unserve("Gslb:web/shop")
-	if !has("web/shop") {
-		t.Error("k8gb's DNSEndpoint not served again after its Gslb is gone")
-	}
-	g.serve("Gslb:web/shop", "g-1")
-	g.remove("web/shop", 0)
-	g.unserve("Gslb:web/shop")
-	if has("web/shop") {
-		t.Error("a deleted DNSEndpoint came back")
-	}
-}
-
-// The directory reads Gslb documents of both groups and the objects they
-// name, and serves those objects only through their Gslbs when `resources`
-// does not list their kind.
-func TestDirectoryServesGslbs(t *testing.T) {
-	gslb := func(api, name, ingress string, extra string) string {
-		return `apiVersion: ` + api + `
-kind: Gslb
-metadata:
-  name: ` + name + `
-  namespace: web
-` + extra + `spec:
-  resourceRef:
-    apiVersion: networking.k8s.io/v1
-    kind: Ingress
-    name: ` + ingress + `
-  strategy:
-    type: roundRobin
-    dnsTtlSeconds: 45
-`
-	}
-	k, _ := newTestPlugin(t, "example.org", "resources Gslb", map[string]string{
-		"ing.yaml":    ingressYAML("shop", "shop.example.org", "app", "198.51.100.1") + "---\n" + ingressYAML("plain", "plain.example.org", "app", "198.51.100.2") + "---\n" + ingressYAML("old", "old.example.org", "app", "198.51.100.3") + "---\n" + ingressYAML("moved", "moved.example.org", "app", "198.51.100.4"),
-		"slices.yaml": sliceYAML("app-1", "app", true),
-		"gslb.yaml": gslb("k8gb.io/v1beta1", "shop", "shop", "") + "---\n" + gslb("k8gb.absa.oss/v1beta1", "old", "old", "") + "---\n" +
-			gslb("k8gb.absa.oss/v1beta1", "moved", "moved", "  labels: {k8gb.io/migrated-to-k8gb-io: \"true\"}\n"),
-	})
-	for _, tc := range []struct {
-		name, want string
-	}{
-		{"shop.example.org.", "shop.example.org.\t45\tIN\tA\t198.51.100.1"},
-		{"old.example.org.", "old.example.org.\t45\tIN\tA\t198.51.100.3"},
-		{"plain.example.org.", ""}, // an Ingress no Gslb names: Ingress is not among the resources
-		{"moved.example.org.", ""}, // a migrated legacy Gslb: its twin (absent here) would serve it
-	} {
-		m, _ := ask(t, k, tc.name, dns.TypeA)
-		if got := answers(m); got != tc.want {
-			t.Errorf("%s A: %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }
 
