@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+
 	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
@@ -107,8 +109,8 @@ func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
 func TestParseErrorNamesFileAndLine(t *testing.T) {
 	raw := testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")) + "---\n# second\nkind: DNSEndpoint\nspec: {\n  endpoints: [\n"
 	cfg := newConfig()
-	cfg.zones = []string{"example.org."}
-	docs, err := parseManifests("/m/f.yaml", []byte(raw), mtime0, cfg.dirConfig())
+	cfg.Zones = []string{"example.org."}
+	docs, err := dirfeed.ParseManifests("/m/f.yaml", []byte(raw), mtime0, cfg.dirConfig())
 	if len(docs) != 1 {
 		t.Fatalf("want the first document parsed, got %d", len(docs))
 	}
@@ -135,7 +137,7 @@ func TestDirectoryFileWrittenInPieces(t *testing.T) {
 	}
 	f.WriteString(full[:cut])
 	f.Sync()
-	time.Sleep(4 * settle) // the piece is read, does not parse, and is skipped
+	time.Sleep(4 * dirfeed.Settle) // the piece is read, does not parse, and is skipped
 	if r, _ := ask(t, k, "p.example.org.", dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Errorf("half-written new file: want nothing served from it yet, got\n%s", r)
 	}
@@ -151,7 +153,7 @@ func TestDirectoryFileWrittenInPieces(t *testing.T) {
 	next := strings.ReplaceAll(full, "192.0.2.", "198.51.100.")
 	cut = strings.Index(next, "198.51.100.5") + 4
 	write(t, path, next[:cut])
-	time.Sleep(4 * settle)
+	time.Sleep(4 * dirfeed.Settle)
 	if !hasA(k, t, "q.example.org.", "192.0.2.5")() {
 		t.Error("while the file is half-rewritten its previous contents must be served")
 	}

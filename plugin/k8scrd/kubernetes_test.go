@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kubefeed"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/testkit"
@@ -236,29 +238,29 @@ func TestKubernetesKeepsServingWhileAPIServerAway(t *testing.T) {
 
 func TestKubernetesTransformStripsManagedFieldsKeepsChangeTime(t *testing.T) {
 	cfg := newConfig()
-	cfg.zones = []string{"example.org."}
-	src := newKubernetes(cfg.feedConfig(), nil)
+	cfg.Zones = []string{"example.org."}
+	src := kubefeed.New(cfg.feedConfig(), nil)
 	var ep v1alpha1.DNSEndpoint
 	changed := time.Date(2025, 5, 1, 12, 0, 3, 0, time.UTC)
 	if err := json.Unmarshal([]byte(apiObject("web", "www", 7, changed, aEndpoint("www.example.org", "192.0.2.1"))), &ep); err != nil {
 		t.Fatal(err)
 	}
 	ep.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "me"}
-	out, err := src.transform(&ep)
+	out, err := src.Transform(&ep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := out.(*cached)
+	got := out.(*kubefeed.Cached)
 	if len(got.ManagedFields) != 0 || len(got.Annotations) != 0 || got.Name != "www" || got.Namespace != "web" || got.ResourceVersion != "7" {
 		t.Errorf("transform kept %+v", got.ObjectMeta)
 	}
-	if !got.obj.Changed.Equal(changed) {
-		t.Errorf("change time %v, want the managedFields time %v", got.obj.Changed, changed)
+	if !got.Obj.Changed.Equal(changed) {
+		t.Errorf("change time %v, want the managedFields time %v", got.Obj.Changed, changed)
 	}
-	if len(got.obj.At("www.example.org.")) != 1 {
-		t.Errorf("converted object %+v, want the one endpoint at www.example.org.", got.obj)
+	if len(got.Obj.At("www.example.org.")) != 1 {
+		t.Errorf("converted object %+v, want the one endpoint at www.example.org.", got.Obj)
 	}
-	if again, _ := src.transform(out); again != out {
+	if again, _ := src.Transform(out); again != out {
 		t.Error("transform is not idempotent")
 	}
 }

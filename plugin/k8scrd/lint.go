@@ -13,12 +13,15 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
@@ -53,7 +56,7 @@ type lintObject struct {
 
 // lintNote is one thing of an object not served: the name ("" for the
 // whole object), the Event reason it would carry, the message and, for a
-// name k8s_gateway would serve, k8sgateway.go's reason (the label of
+// name k8s_gateway would serve, derive/names.go's reason (the label of
 // coredns_k8scrd_unserved_names_total).
 type lintNote struct {
 	name, reason, msg string
@@ -68,7 +71,7 @@ type lintNote struct {
 // With asJSON, each line is a JSON object instead (JSON Lines): an object
 // {"file", "line", "kind", "namespace", "name", "serves": [{"name",
 // "types"}], "notServed": [{"name", "reason", "message", "k8sGateway"}]}
-// (k8sGateway: for a name k8s_gateway would serve, k8sgateway.go's reason), an error
+// (k8sGateway: for a name k8s_gateway would serve, derive/names.go's reason), an error
 // {"file", "line", "error"}, a block {"block", "zones"} and a summary
 // {"objects", "served", "zones"}.
 func Lint(out io.Writer, dir, corefile string, asJSON bool) int {
@@ -86,7 +89,7 @@ func Lint(out io.Writer, dir, corefile string, asJSON bool) int {
 	code := LintServed
 	for _, blk := range blocks {
 		if len(blocks) > 1 {
-			w.block(blk.where, blk.cfg.zones)
+			w.block(blk.where, blk.cfg.Zones)
 		}
 		code = max(code, lintBlockRun(w, dir, files, blk.cfg))
 	}
@@ -149,7 +152,7 @@ func lintFiles(dir string) ([]string, error) {
 			}
 			return nil
 		}
-		if manifest(e.Name()) {
+		if dirfeed.Manifest(e.Name()) {
 			files = append(files, path)
 		}
 		return nil
@@ -160,19 +163,19 @@ func lintFiles(dir string) ([]string, error) {
 // lintBlockRun lints the files for one block and prints the result.
 func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 	// The names k8s_gateway would serve that the block does not come from
-	// the derivations (k8sgateway.go) to the lint's lines, not to the log.
-	var unserved []unservedName
-	cfg.names.unserved = func(_, _, _ string, names []unservedName) { unserved = append(unserved, names...) }
-	defer func() { cfg.names.unserved = nil }()
+	// the derivations (derive/names.go) to the lint's lines, not to the log.
+	var unserved []derive.UnservedName
+	cfg.Names.Unserved = func(_, _, _ string, names []derive.UnservedName) { unserved = append(unserved, names...) }
+	defer func() { cfg.Names.Unserved = nil }()
 	// Read with every namespace and label, so that what the block's
 	// selection leaves out is said, not silently missing.
 	dc := cfg.dirConfig()
 	open := *dc
-	open.namespaces, open.selector = nil, nil
+	open.Namespaces, open.Selector = nil, nil
 
 	var (
 		objs  []*lintObject
-		files = map[string]*manifestFile{}
+		files = map[string]*dirfeed.ManifestFile{}
 		bad   = false
 		rel   = map[string]string{} // files key -> path shown
 	)
@@ -189,12 +192,12 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 			bad = true
 			continue
 		}
-		p, _ := parseFile(path, raw, st.ModTime(), &open)
-		for _, pr := range p.problems {
-			if pr.unknownKind {
+		p, _ := dirfeed.ParseFile(path, raw, st.ModTime(), &open)
+		for _, pr := range p.Problems {
+			if pr.UnknownKind {
 				continue // a whole application's folder holds Deployments, ConfigMaps...
 			}
-			out.error(path, pr.line, pr.msg)
+			out.error(path, pr.Line, pr.Msg)
 			bad = true
 		}
 		// Keys are made unique per file by its base name: here, per path.
@@ -202,75 +205,75 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 		key := func(k string) string {
 			return "file:" + r + strings.TrimPrefix(k, "file:"+filepath.Base(path))
 		}
-		f := &manifestFile{mtime: st.ModTime(), classes: p.classes}
-		for _, s := range p.slices {
-			if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, s.namespace) {
-				f.slices = append(f.slices, s)
+		f := &dirfeed.ManifestFile{Mtime: st.ModTime(), Classes: p.Classes}
+		for _, s := range p.Slices {
+			if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, s.Namespace) {
+				f.Slices = append(f.Slices, s)
 			}
 		}
-		for _, g := range p.gateways {
+		for _, g := range p.Gateways {
 			if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, g.Namespace) {
-				f.gateways = append(f.gateways, g)
+				f.Gateways = append(f.Gateways, g)
 			}
 		}
-		for _, doc := range p.docs {
-			o := doc.obj
-			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, doc.line), kind: kindDNSEndpoint, namespace: o.Namespace, name: o.Name}
+		for _, doc := range p.Docs {
+			o := doc.Obj
+			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, doc.Line), kind: object.KindDNSEndpoint, namespace: o.Namespace, name: o.Name}
 			objs = append(objs, lo)
-			if why := lintSelected(cfg, o.Namespace, docLabels(doc.text)); why != "" {
-				lo.notes = append(lo.notes, lintNote{"", EventNameSkipped, why, ""})
+			if why := lintSelected(cfg, o.Namespace, docLabels(doc.Text)); why != "" {
+				lo.notes = append(lo.notes, lintNote{"", derive.EventNameSkipped, why, ""})
 				continue
 			}
 			o.Key = key(o.Key)
 			lo.obj = o
-			for _, b := range doc.bad {
-				reason := EventInvalidEndpoint
+			for _, b := range doc.Bad {
+				reason := derive.EventInvalidEndpoint
 				if b.Reason == object.ReasonZone {
-					reason = EventNameSkipped
+					reason = derive.EventNameSkipped
 				}
 				lo.notes = append(lo.notes, lintNote{"", reason, b.Msg, ""})
 			}
 		}
-		for _, s := range p.sources {
-			s.key = key(s.key)
-			if !cfg.serves(s.kind) && !isGslbKind(s.kind) {
-				if lintSelected(cfg, s.namespace, lintLabels(s.obj)) == "" {
-					f.sources = append(f.sources, s) // read for the Gslbs that name it
+		for _, s := range p.Sources {
+			s.Key = key(s.Key)
+			if !cfg.serves(s.Kind) && !object.IsGslbKind(s.Kind) {
+				if lintSelected(cfg, s.Namespace, lintLabels(s.Obj)) == "" {
+					f.Sources = append(f.Sources, s) // read for the Gslbs that name it
 				}
 				continue
 			}
-			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, s.line), kind: s.kind, namespace: s.namespace, name: s.name}
-			if why := lintSelected(cfg, s.namespace, lintLabels(s.obj)); why != "" {
-				lo.notes = append(lo.notes, lintNote{"", EventNameSkipped, why, ""})
+			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, s.Line), kind: s.Kind, namespace: s.Namespace, name: s.Name}
+			if why := lintSelected(cfg, s.Namespace, lintLabels(s.Obj)); why != "" {
+				lo.notes = append(lo.notes, lintNote{"", derive.EventNameSkipped, why, ""})
 				objs = append(objs, lo)
 				continue
 			}
-			f.sources = append(f.sources, s)
+			f.Sources = append(f.Sources, s)
 		}
 		files[r] = f
 		rel[r] = path
 	}
 
 	// The derived kinds, as the directory derives them (directory.derive).
-	w := newDirWorld(files)
-	for _, r := range sortedKeys(files) {
+	w := dirfeed.NewDirWorld(files)
+	for _, r := range dirfeed.SortedKeys(files) {
 		f := files[r]
-		for i := range f.sources {
-			s := &f.sources[i]
-			if !cfg.serves(s.kind) && !isGslbKind(s.kind) {
+		for i := range f.Sources {
+			s := &f.Sources[i]
+			if !cfg.serves(s.Kind) && !object.IsGslbKind(s.Kind) {
 				continue // read for the Gslbs that name it, serving nothing of its own
 			}
-			lo := &lintObject{pos: fmt.Sprintf("%s:%d", rel[r], s.line), kind: s.kind, namespace: s.namespace, name: s.name}
-			noted := len(w.noted)
+			lo := &lintObject{pos: fmt.Sprintf("%s:%d", rel[r], s.Line), kind: s.Kind, namespace: s.Namespace, name: s.Name}
+			noted := len(w.Noted)
 			unserved = unserved[:0]
-			decl := s.derive(dc, w)
-			for _, n := range w.noted[noted:] {
+			decl := s.Derive(dc, w)
+			for _, n := range w.Noted[noted:] {
 				_, note, _ := strings.Cut(n, "\x00")
-				lo.notes = append(lo.notes, lintNote{"", EventReferenceRefused, note, ""})
+				lo.notes = append(lo.notes, lintNote{"", derive.EventReferenceRefused, note, ""})
 			}
-			if _, gslb := s.obj.(*gslbObject); !gslb {
-				for _, n := range skippedNames(s.kind, s.obj, decl, unserved, &dc.options, w) {
-					lo.notes = append(lo.notes, lintNote{name: n.name, reason: EventNameSkipped, msg: n.msg, k8sGateway: n.k8sGateway})
+			if _, gslb := s.Obj.(*object.GslbObject); !gslb {
+				for _, n := range derive.SkippedNames(s.Kind, s.Obj, decl, unserved, &dc.Options, w) {
+					lo.notes = append(lo.notes, lintNote{name: n.Name, reason: derive.EventNameSkipped, msg: n.Msg, k8sGateway: n.K8sGateway})
 				}
 			}
 			if decl == nil {
@@ -280,15 +283,15 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 				continue
 			}
 			objs = append(objs, lo)
-			o, bad := decl.object(nil, cfg.zones, cfg.ttl)
-			o.Key = s.key
+			o, bad := decl.Object(nil, cfg.Zones, cfg.ttl)
+			o.Key = s.Key
 			lo.obj = o
-			for _, m := range decl.bad {
-				lo.notes = append(lo.notes, lintNote{"", EventInvalidEndpoint, m, ""})
+			for _, m := range decl.Bad {
+				lo.notes = append(lo.notes, lintNote{"", derive.EventInvalidEndpoint, m, ""})
 			}
 			for _, x := range bad {
 				if x.Reason != object.ReasonZone { // skippedNames said it
-					lo.notes = append(lo.notes, lintNote{"", EventInvalidEndpoint, x.Msg, ""})
+					lo.notes = append(lo.notes, lintNote{"", derive.EventInvalidEndpoint, x.Msg, ""})
 				}
 			}
 		}
@@ -314,9 +317,9 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 		if len(lo.notes) > 0 {
 			code = LintNotServed
 		}
-		out.object(lo, names)
+		out.Object(lo, names)
 	}
-	out.summary(objects, served, cfg.zones)
+	out.summary(objects, served, cfg.Zones)
 	if bad {
 		return LintBad
 	}
@@ -344,7 +347,7 @@ func lintMerge(cfg *config, objs []*object.Object) (*tree.Snapshot, map[*object.
 // lintSelected says why the block's namespaces and labels leave an object
 // out ("" when they select it).
 func lintSelected(cfg *config, ns string, labels map[string]string) string {
-	if cfg.dirConfig().selects(ns, labels) {
+	if cfg.dirConfig().Selects(ns, labels) {
 		return ""
 	}
 	if len(cfg.namespaces) > 0 && !slices.Contains(cfg.namespaces, ns) {
@@ -409,7 +412,7 @@ func lintServed(o *object.Object, reports []lintNote, snap *tree.Snapshot, names
 					if ep.Type == dns.TypeCNAME {
 						msg = fmt.Sprintf("CNAME at %s skipped: other data or another CNAME at the same name (RFC 1034 §3.6.2)", name)
 					}
-					notes = append(notes, lintNote{name, EventNameRefused, msg, ""})
+					notes = append(notes, lintNote{name, derive.EventNameRefused, msg, ""})
 				}
 				continue
 			}
@@ -528,9 +531,9 @@ type lintNotServed struct {
 	K8sGateway string `json:"k8sGateway,omitempty"`
 }
 
-// object writes an object's line and one line per thing of it not served
+// Object writes an object's line and one line per thing of it not served
 // (as text), or one JSON object with both.
-func (o *lintOut) object(lo *lintObject, names []lintServes) {
+func (o *lintOut) Object(lo *lintObject, names []lintServes) {
 	head := fmt.Sprintf("%s: %s %s/%s: ", lo.pos, lo.kind, lo.namespace, lo.name)
 	if !o.json {
 		what := "serves nothing"

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
 )
 
 // lintRun writes the Corefile and the files into a new folder, lints and
@@ -246,7 +248,7 @@ spec: {clusterIP: None}
 `
 
 // TestLintK8sGatewayNames: without the naming words, each name k8s_gateway
-// would serve is listed with k8sgateway.go's reason and its advice, and the
+// would serve is listed with derive/names.go's reason and its advice, and the
 // lint exits 1; with them, the same names are served and it exits 0. The
 // coredns.io/hostname hosts are not said skipped once hostname_annotation
 // reads the annotation.
@@ -261,8 +263,8 @@ func TestLintK8sGatewayNames(t *testing.T) {
 	}
 	wantLines(t, out,
 		"gw.yaml:1: Service web/annotated: serves nothing",
-		"gw.yaml:1: Service web/annotated: NameSkipped: api.example.org. (k8s_gateway_annotation): "+unservedHelp[reasonK8sGatewayAnnotation],
-		"gw.yaml:1: Service web/annotated: NameSkipped: shop.example.org. (k8s_gateway_annotation): "+unservedHelp[reasonK8sGatewayAnnotation],
+		"gw.yaml:1: Service web/annotated: NameSkipped: api.example.org. (k8s_gateway_annotation): "+derive.UnservedHelp[derive.ReasonK8sGatewayAnnotation],
+		"gw.yaml:1: Service web/annotated: NameSkipped: shop.example.org. (k8s_gateway_annotation): "+derive.UnservedHelp[derive.ReasonK8sGatewayAnnotation],
 		"gw.yaml:7: Service web/plain: serves nothing",
 		"gw.yaml:7: Service web/plain: NameSkipped: plain.web.example.org. (k8s_gateway_service_name): k8s_gateway NAME.NAMESPACE name of a LoadBalancer Service; enable with `service_names`",
 		"gw.yaml:13: Ingress web/rel: serves nothing",
@@ -293,11 +295,11 @@ func TestLintK8sGatewayNames(t *testing.T) {
 		if code != LintNotServed {
 			t.Errorf("resolve-endpoints: exit %d, want %d:\n%s", code, LintNotServed, out)
 		}
-		wantLines(t, out, "pods.yaml:1: Service web/pods: NameSkipped: pods.web.example.org. (k8s_gateway_resolve_endpoints): "+unservedHelp[reasonK8sGatewayEndpoints])
+		wantLines(t, out, "pods.yaml:1: Service web/pods: NameSkipped: pods.web.example.org. (k8s_gateway_resolve_endpoints): "+derive.UnservedHelp[derive.ReasonK8sGatewayEndpoints])
 	}
 }
 
-// TestLintK8sGatewayNamesAsJSON: the JSON line carries k8sgateway.go's
+// TestLintK8sGatewayNamesAsJSON: the JSON line carries derive/names.go's
 // reason apart, the label of coredns_k8scrd_unserved_names_total.
 func TestLintK8sGatewayNamesAsJSON(t *testing.T) {
 	dir := t.TempDir()

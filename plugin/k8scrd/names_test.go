@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
 )
@@ -17,7 +20,7 @@ func TestK8sGatewayWordsRejected(t *testing.T) {
 		"service_names yes",
 		"relative_hosts on",
 	} {
-		var n nameConventions
+		var n derive.NameConventions
 		c := caddy.NewTestController("dns", "k8scrd {\n"+body+"\n}")
 		c.Next()
 		c.NextBlock()
@@ -38,15 +41,15 @@ func TestSetupParsesK8sGatewayWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := k.cfg.names
-	if !slices.Equal(n.annotations, []string{annotationK8sGatewayHostname, annotationHostname}) || !n.serviceNames || !n.relativeHosts {
+	n := k.cfg.Names
+	if !slices.Equal(n.Annotations, []string{object.AnnotationK8sGatewayHostname, object.AnnotationHostname}) || !n.ServiceNames || !n.RelativeHosts {
 		t.Errorf("names = %+v", n)
 	}
 	d, err := parse(caddy.NewTestController("dns", "k8scrd"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := d.cfg.names; len(n.annotations) != 0 || n.serviceNames || n.relativeHosts {
+	if n := d.cfg.Names; len(n.Annotations) != 0 || n.ServiceNames || n.RelativeHosts {
 		t.Errorf("default names = %+v, want external-dns's conventions alone", n)
 	}
 	_, err = parse(caddy.NewTestController("dns", "k8scrd {\n    resources Service\n    service_names please\n}"))

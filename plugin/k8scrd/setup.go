@@ -8,6 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kubefeed"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
@@ -17,7 +22,6 @@ import (
 	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -28,19 +32,19 @@ func init() { plugin.Register("k8scrd", setup) }
 
 // config is the parsed Corefile stanza.
 type config struct {
-	options    // what the derivations read: zones, classes, naming words
-	kubeconfig string
-	context    string
-	directory  string
-	namespaces []string
-	labels     string
-	selector   labels.Selector // parsed labels, nil for everything
-	strict     bool
-	grants     builder.Grants // tenant lines: who may publish at or below which suffix
-	ttl        uint32
-	negTTL     uint32
-	mname      string
-	rname      string
+	derive.Options // what the derivations read: zones, classes, naming words
+	kubeconfig     string
+	context        string
+	directory      string
+	namespaces     []string
+	labels         string
+	selector       labels.Selector // parsed labels, nil for everything
+	strict         bool
+	grants         builder.Grants // tenant lines: who may publish at or below which suffix
+	ttl            uint32
+	negTTL         uint32
+	mname          string
+	rname          string
 	// refresh, retry and expire are the SOA timers (`soa MNAME RNAME
 	// [REFRESH RETRY EXPIRE]`).
 	refresh, retry, expire uint32
@@ -56,7 +60,7 @@ type config struct {
 // buildConfig is what the builder needs of the block.
 func (cfg *config) buildConfig() builder.Config {
 	return builder.Config{
-		Zones: cfg.zones, TTL: cfg.ttl, NegTTL: cfg.negTTL,
+		Zones: cfg.Zones, TTL: cfg.ttl, NegTTL: cfg.negTTL,
 		MName: cfg.mname, RName: cfg.rname, Refresh: cfg.refresh, Retry: cfg.retry, Expire: cfg.expire,
 		Strict: cfg.strict, Grants: cfg.grants, FileVersions: cfg.directory != "",
 	}
@@ -66,24 +70,24 @@ func (cfg *config) buildConfig() builder.Config {
 func (cfg *config) serves(kind string) bool { return slices.Contains(cfg.resources, kind) }
 
 // feedConfig is what the API feed needs of the block.
-func (cfg *config) feedConfig() *feedConfig {
-	return &feedConfig{
-		options: cfg.options, kubeconfig: cfg.kubeconfig, context: cfg.context,
-		namespaces: cfg.namespaces, labels: cfg.labels, resources: cfg.resources,
-		resolvers: cfg.resolvers, ttl: cfg.ttl,
+func (cfg *config) feedConfig() *kubefeed.Config {
+	return &kubefeed.Config{
+		Options: cfg.Options, Kubeconfig: cfg.kubeconfig, Context: cfg.context,
+		Namespaces: cfg.namespaces, Labels: cfg.labels, Resources: cfg.resources,
+		Resolvers: cfg.resolvers, TTL: cfg.ttl,
 	}
 }
 
 // dirConfig is what the folder feed needs of the block.
-func (cfg *config) dirConfig() *dirConfig {
-	return &dirConfig{
-		options: cfg.options, directory: cfg.directory, namespaces: cfg.namespaces,
-		selector: cfg.selector, resources: cfg.resources, ttl: cfg.ttl,
+func (cfg *config) dirConfig() *dirfeed.Config {
+	return &dirfeed.Config{
+		Options: cfg.Options, Directory: cfg.directory, Namespaces: cfg.namespaces,
+		Selector: cfg.selector, Resources: cfg.resources, TTL: cfg.ttl,
 	}
 }
 
 func newConfig() *config {
-	return &config{ttl: 30, negTTL: 30, refresh: 7200, retry: 1800, expire: 86400, startupWait: 5 * time.Second, resources: []string{kindDNSEndpoint}}
+	return &config{ttl: 30, negTTL: 30, refresh: 7200, retry: 1800, expire: 86400, startupWait: 5 * time.Second, resources: []string{object.KindDNSEndpoint}}
 }
 
 func setup(c *caddy.Controller) error {
@@ -252,12 +256,12 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				}
 				cfg.resources = cfg.resources[:0]
 				for _, a := range args {
-					i := slices.IndexFunc(kinds, func(k string) bool { return strings.EqualFold(k, a) })
+					i := slices.IndexFunc(object.Kinds, func(k string) bool { return strings.EqualFold(k, a) })
 					if i < 0 {
-						return nil, c.Errf("resources %q: want some of %s", a, strings.Join(kinds, " "))
+						return nil, c.Errf("resources %q: want some of %s", a, strings.Join(object.Kinds, " "))
 					}
-					if !slices.Contains(cfg.resources, kinds[i]) {
-						cfg.resources = append(cfg.resources, kinds[i])
+					if !slices.Contains(cfg.resources, object.Kinds[i]) {
+						cfg.resources = append(cfg.resources, object.Kinds[i])
 					}
 				}
 			case "ingress_class", "gateway_class":
@@ -267,9 +271,9 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 					return nil, c.ArgErr()
 				}
 				if word == "ingress_class" {
-					cfg.ingressClasses = args
+					cfg.IngressClasses = args
 				} else {
-					cfg.gatewayClasses = args
+					cfg.GatewayClasses = args
 				}
 			case "resolver":
 				args := corefile.Args(c)
@@ -282,7 +286,7 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				}
 				cfg.resolvers = servers
 			case "hostname_annotation", "service_names", "relative_hosts":
-				if err := parseNameConvention(c, &cfg.names); err != nil {
+				if err := parseNameConvention(c, &cfg.Names); err != nil {
 					return nil, err
 				}
 			case "fallthrough":
@@ -292,12 +296,12 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 			}
 		}
 	}
-	cfg.zones = k.Zones
+	cfg.Zones = k.Zones
 	k.builder = builder.New(cfg.buildConfig(), &k.snap)
 	if cfg.directory != "" {
-		k.source = newDirectory(cfg.dirConfig(), k.builder)
+		k.source = dirfeed.New(cfg.dirConfig(), k.builder)
 	} else {
-		k.source = newKubernetes(cfg.feedConfig(), k.builder)
+		k.source = kubefeed.New(cfg.feedConfig(), k.builder)
 	}
 	return k, nil
 }
@@ -308,8 +312,8 @@ func errTwoSources(c *caddy.Controller) error {
 
 // source feeds objects to the builder until stopped.
 type source interface {
-	start() error
-	stop()
+	Start() error
+	Stop()
 }
 
 // start runs the builder and the source, then waits, bounded, for the first sync.
@@ -324,7 +328,7 @@ func (k *K8sCRD) start() error {
 	changed, cancel := k.subs.Subscribe()
 	defer cancel()
 	go k.builder.Run(k.stop)
-	if err := k.source.start(); err != nil {
+	if err := k.source.Start(); err != nil {
 		return plugin.Error("k8scrd", err)
 	}
 	deadline := time.NewTimer(k.cfg.startupWait)
@@ -345,7 +349,7 @@ func (k *K8sCRD) start() error {
 
 func (k *K8sCRD) shutdown() error {
 	k.started.Store(false)
-	k.source.stop()
+	k.source.Stop()
 	if k.stop != nil {
 		close(k.stop)
 		k.stop = nil

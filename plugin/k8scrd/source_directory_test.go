@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object/objecttest"
 
 	"github.com/coredns/caddy"
 	"github.com/fleetdns/fleetdns/internal/testkit"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -72,7 +75,7 @@ endpoints:
 // directoryOnly parses a block on a folder holding files and reads it once,
 // with the builder not running: what the directory hands the builder stays
 // in its queue, for handed to take.
-func directoryOnly(t *testing.T, body string, files map[string]string) (*directory, *objecttest.Sink, string) {
+func directoryOnly(t *testing.T, body string, files map[string]string) (*dirfeed.Feed, *objecttest.Sink, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -83,10 +86,10 @@ func directoryOnly(t *testing.T, body string, files map[string]string) (*directo
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	d := k.source.(*directory)
+	d := k.source.(*dirfeed.Feed)
 	rec := &objecttest.Sink{}
-	d.b = rec
-	d.rescan()
+	d.B = rec
+	d.Rescan()
 	return d, rec, dir
 }
 
@@ -143,8 +146,8 @@ func TestDirectoryDerivedUnreadyAndOnlyWhatChanged(t *testing.T) {
 			ingressYAML("blog", "blog.example.org", "blog", "192.0.2.11"),
 		"slice.yaml": sliceYAML("shop-1", "shop", true) + "---\n" + sliceYAML("blog-1", "blog", true),
 	})
-	shopKey := "file:ingress.yaml#" + sourceKey(kindIngress, "web", "shop")
-	blogKey := "file:ingress.yaml#" + sourceKey(kindIngress, "web", "blog")
+	shopKey := "file:ingress.yaml#" + derive.SourceKey(object.KindIngress, "web", "shop")
+	blogKey := "file:ingress.yaml#" + derive.SourceKey(object.KindIngress, "web", "blog")
 	got := handed(b)
 	if len(got) != 2 || got[shopKey] == nil || got[blogKey] == nil {
 		t.Fatalf("first read: want both Ingresses, got %v", keys(got))
@@ -155,7 +158,7 @@ func TestDirectoryDerivedUnreadyAndOnlyWhatChanged(t *testing.T) {
 
 	// shop's slice turns unready: only shop is handed over again, marked.
 	write(t, filepath.Join(dir, "slice.yaml"), sliceYAML("shop-1", "shop", false)+"---\n"+sliceYAML("blog-1", "blog", true))
-	d.load("slice.yaml")
+	d.Load("slice.yaml")
 	got = handed(b)
 	if len(got) != 1 || got[shopKey] == nil {
 		t.Fatalf("slice change: want only %s handed over, got %v", shopKey, keys(got))
@@ -169,19 +172,19 @@ func TestDirectoryDerivedUnreadyAndOnlyWhatChanged(t *testing.T) {
 
 	// A file that changes nothing derived (a comment) hands nothing over.
 	write(t, filepath.Join(dir, "slice.yaml"), "# health\n"+sliceYAML("shop-1", "shop", false)+"---\n"+sliceYAML("blog-1", "blog", true))
-	d.load("slice.yaml")
+	d.Load("slice.yaml")
 	if got = handed(b); len(got) != 0 {
 		t.Errorf("no derived change: want nothing handed over, got %v", keys(got))
 	}
 
 	// The slices' file removed: both lose their health; the Ingresses' file removed: both go.
 	os.Remove(filepath.Join(dir, "slice.yaml"))
-	d.load("slice.yaml")
+	d.Load("slice.yaml")
 	if got = handed(b); len(got) != 1 || got[blogKey] == nil {
 		t.Errorf("slices removed: want only blog handed over (shop was unready already), got %v", keys(got))
 	}
 	os.Remove(filepath.Join(dir, "ingress.yaml"))
-	d.load("ingress.yaml")
+	d.Load("ingress.yaml")
 	got = handed(b)
 	if o, ok := got[shopKey]; len(got) != 2 || !ok || o != nil || got[blogKey] != nil {
 		t.Errorf("Ingresses' file removed: want both removed, got %v", got)
@@ -262,10 +265,10 @@ func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 
 func TestDirectoryUnknownKindNamesWhatIsAccepted(t *testing.T) {
 	cfg := newConfig()
-	cfg.zones = []string{"example.org."}
+	cfg.Zones = []string{"example.org."}
 	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
 	raw := testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")) + "---\n" + deployment
-	p, err := parseFile("/m/app.yaml", []byte(raw), mtime0, cfg.dirConfig())
+	p, err := dirfeed.ParseFile("/m/app.yaml", []byte(raw), mtime0, cfg.dirConfig())
 	if err == nil {
 		t.Fatal("a Deployment: want an error")
 	}
@@ -274,8 +277,8 @@ func TestDirectoryUnknownKindNamesWhatIsAccepted(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if len(p.docs) != 1 {
-		t.Errorf("the DNSEndpoint beside it: want it read, got %d documents", len(p.docs))
+	if len(p.Docs) != 1 {
+		t.Errorf("the DNSEndpoint beside it: want it read, got %d documents", len(p.Docs))
 	}
 
 	// The same through the handler: the error is counted, the DNSEndpoint served.
