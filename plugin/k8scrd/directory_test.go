@@ -106,25 +106,6 @@ func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
 	testkit.Eventually(t, 5*time.Second, "fixed file served", hasA(k, t, "bad.example.org.", "192.0.2.9"))
 }
 
-func TestParseErrorNamesFileAndLine(t *testing.T) {
-	raw := testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")) + "---\n# second\nkind: DNSEndpoint\nspec: {\n  endpoints: [\n"
-	cfg := newConfig()
-	cfg.Zones = []string{"example.org."}
-	docs, err := dirfeed.ParseManifests("/m/f.yaml", []byte(raw), mtime0, cfg.dirConfig())
-	if len(docs) != 1 {
-		t.Fatalf("want the first document parsed, got %d", len(docs))
-	}
-	lines := strings.Count(testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")), "\n")
-	if err == nil || !strings.HasPrefix(err.Error(), "/m/f.yaml:") {
-		t.Fatalf("error %v does not name the file", err)
-	}
-	// The second document starts after the separator; the error is inside it.
-	var line int
-	if _, serr := fmtSscanf(err.Error(), "/m/f.yaml:%d:", &line); serr != nil || line <= lines+1 {
-		t.Errorf("error %q: want a line inside the second document (after line %d)", err, lines+1)
-	}
-}
-
 func TestDirectoryFileWrittenInPieces(t *testing.T) {
 	k, dir := newTestPlugin(t, "example.org", zoneBody, nil)
 	full := testkit.DNSEndpoint("ns", "p", nil, testkit.EP("p.example.org", "A", 0, "192.0.2.4"), testkit.EP("q.example.org", "A", 0, "192.0.2.5"))

@@ -264,24 +264,10 @@ func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 }
 
 func TestDirectoryUnknownKindNamesWhatIsAccepted(t *testing.T) {
-	cfg := newConfig()
-	cfg.Zones = []string{"example.org."}
 	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
 	raw := testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")) + "---\n" + deployment
-	p, err := dirfeed.ParseFile("/m/app.yaml", []byte(raw), mtime0, cfg.dirConfig())
-	if err == nil {
-		t.Fatal("a Deployment: want an error")
-	}
-	for _, want := range []string{"/m/app.yaml:", `kind "Deployment"`, "DNSEndpoint", "Ingress", "Service", "HTTPRoute", "GRPCRoute", "TLSRoute", "EndpointSlice", "IngressClass", "Gateway", "List"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
-		}
-	}
-	if len(p.Docs) != 1 {
-		t.Errorf("the DNSEndpoint beside it: want it read, got %d documents", len(p.Docs))
-	}
-
-	// The same through the handler: the error is counted, the DNSEndpoint served.
+	// The file's error is dirfeed's (TestUnknownKindNamesWhatIsAccepted);
+	// through the handler it is counted, the DNSEndpoint served.
 	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode))
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{"app.yaml": raw})
 	if !hasA(k, t, "x.example.org.", "192.0.2.1")() {
