@@ -164,125 +164,148 @@ func lintFiles(dir string) ([]string, error) {
 func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 	// The names k8s_gateway would serve that the block does not come from
 	// the derivations (derive/names.go) to the lint's lines, not to the log.
-	var unserved []derive.UnservedName
-	cfg.Names.Unserved = func(_, _, _ string, names []derive.UnservedName) { unserved = append(unserved, names...) }
+	l := &lintBlockState{cfg: cfg, dc: cfg.dirConfig(), files: map[string]*dirfeed.ManifestFile{}, rel: map[string]string{}}
+	cfg.Names.Unserved = func(_, _, _ string, names []derive.UnservedName) { l.unserved = append(l.unserved, names...) }
+	l.dc.Names.Unserved = cfg.Names.Unserved
 	defer func() { cfg.Names.Unserved = nil }()
-	// Read with every namespace and label, so that what the block's
-	// selection leaves out is said, not silently missing.
-	dc := cfg.dirConfig()
-	open := *dc
-	open.Namespaces, open.Selector = nil, nil
-
-	var (
-		objs  []*lintObject
-		files = map[string]*dirfeed.ManifestFile{}
-		bad   = false
-		rel   = map[string]string{} // files key -> path shown
-	)
+	bad := false
 	for _, path := range paths {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			out.error(path, 0, err.Error())
-			bad = true
-			continue
-		}
-		st, err := os.Stat(path)
-		if err != nil {
-			out.error(path, 0, err.Error())
-			bad = true
-			continue
-		}
-		p, _ := dirfeed.ParseFile(path, raw, st.ModTime(), &open)
-		for _, pr := range p.Problems {
-			if pr.UnknownKind {
-				continue // a whole application's folder holds Deployments, ConfigMaps...
-			}
-			out.error(path, pr.Line, pr.Msg)
+		if !l.read(out, dir, path) {
 			bad = true
 		}
-		// Keys are made unique per file by its base name: here, per path.
-		r, _ := filepath.Rel(dir, path)
-		key := func(k string) string {
-			return "file:" + r + strings.TrimPrefix(k, "file:"+filepath.Base(path))
-		}
-		f := &dirfeed.ManifestFile{Mtime: st.ModTime(), Classes: p.Classes}
-		for _, s := range p.Slices {
-			if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, s.Namespace) {
-				f.Slices = append(f.Slices, s)
-			}
-		}
-		for _, g := range p.Gateways {
-			if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, g.Namespace) {
-				f.Gateways = append(f.Gateways, g)
-			}
-		}
-		for _, doc := range p.Docs {
-			o := doc.Obj
-			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, doc.Line), kind: object.KindDNSEndpoint, namespace: o.Namespace, name: o.Name}
-			objs = append(objs, lo)
-			if why := lintSelected(cfg, o.Namespace, docLabels(doc.Text)); why != "" {
-				lo.notes = append(lo.notes, lintNote{"", derive.EventNameSkipped, why, ""})
-				continue
-			}
-			o.Key = key(o.Key)
-			lo.obj = o
-			for _, b := range doc.Bad {
-				reason := derive.EventInvalidEndpoint
-				if b.Reason == object.ReasonZone {
-					reason = derive.EventNameSkipped
-				}
-				lo.notes = append(lo.notes, lintNote{"", reason, b.Msg, ""})
-			}
-		}
-		for _, s := range p.Sources {
-			s.Key = key(s.Key)
-			if !cfg.serves(s.Kind) && !object.IsGslbKind(s.Kind) {
-				if lintSelected(cfg, s.Namespace, lintLabels(s.Obj)) == "" {
-					f.Sources = append(f.Sources, s) // read for the Gslbs that name it
-				}
-				continue
-			}
-			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, s.Line), kind: s.Kind, namespace: s.Namespace, name: s.Name}
-			if why := lintSelected(cfg, s.Namespace, lintLabels(s.Obj)); why != "" {
-				lo.notes = append(lo.notes, lintNote{"", derive.EventNameSkipped, why, ""})
-				objs = append(objs, lo)
-				continue
-			}
-			f.Sources = append(f.Sources, s)
-		}
-		files[r] = f
-		rel[r] = path
 	}
+	l.derive()
+	code := l.report(out)
+	if bad {
+		return LintBad
+	}
+	return code
+}
 
-	// The derived kinds, as the directory derives them (directory.derive).
-	w := dirfeed.NewDirWorld(files)
-	for _, r := range dirfeed.SortedKeys(files) {
-		f := files[r]
+// lintBlockState is what the lint of one block gathers: the objects it
+// says something of, and the files' objects as the folder feed holds them.
+type lintBlockState struct {
+	cfg      *config
+	dc       *dirfeed.Config
+	objs     []*lintObject
+	files    map[string]*dirfeed.ManifestFile // by path relative to the folder
+	rel      map[string]string                // files key -> path shown
+	unserved []derive.UnservedName            // what the last derivation handed the naming words' seam
+}
+
+// read parses one file as the folder feed does, but with every namespace
+// and label, so that what the block's selection leaves out is said, not
+// silently missing. It returns false when the file has errors.
+func (l *lintBlockState) read(out *lintOut, dir, path string) bool {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		out.error(path, 0, err.Error())
+		return false
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		out.error(path, 0, err.Error())
+		return false
+	}
+	open := *l.dc
+	open.Namespaces, open.Selector = nil, nil
+	p, _ := dirfeed.ParseFile(path, raw, st.ModTime(), &open)
+	ok := true
+	for _, pr := range p.Problems {
+		if pr.UnknownKind {
+			continue // a whole application's folder holds Deployments, ConfigMaps...
+		}
+		out.error(path, pr.Line, pr.Msg)
+		ok = false
+	}
+	// Keys are made unique per file by its base name: here, per path.
+	r, _ := filepath.Rel(dir, path)
+	key := func(k string) string {
+		return "file:" + r + strings.TrimPrefix(k, "file:"+filepath.Base(path))
+	}
+	cfg := l.cfg
+	f := &dirfeed.ManifestFile{Mtime: st.ModTime(), Classes: p.Classes}
+	for _, s := range p.Slices {
+		if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, s.Namespace) {
+			f.Slices = append(f.Slices, s)
+		}
+	}
+	for _, g := range p.Gateways {
+		if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, g.Namespace) {
+			f.Gateways = append(f.Gateways, g)
+		}
+	}
+	for _, doc := range p.Docs {
+		o := doc.Obj
+		lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, doc.Line), kind: object.KindDNSEndpoint, namespace: o.Namespace, name: o.Name}
+		l.objs = append(l.objs, lo)
+		if why := lintSelected(cfg, o.Namespace, docLabels(doc.Text)); why != "" {
+			lo.notes = append(lo.notes, lintNote{"", derive.EventNameSkipped, why, ""})
+			continue
+		}
+		o.Key = key(o.Key)
+		lo.obj = o
+		for _, b := range doc.Bad {
+			reason := derive.EventInvalidEndpoint
+			if b.Reason == object.ReasonZone {
+				reason = derive.EventNameSkipped
+			}
+			lo.notes = append(lo.notes, lintNote{"", reason, b.Msg, ""})
+		}
+	}
+	for _, s := range p.Sources {
+		s.Key = key(s.Key)
+		if !cfg.serves(s.Kind) && !object.IsGslbKind(s.Kind) {
+			if lintSelected(cfg, s.Namespace, lintLabels(s.Obj)) == "" {
+				f.Sources = append(f.Sources, s) // read for the Gslbs that name it
+			}
+			continue
+		}
+		lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, s.Line), kind: s.Kind, namespace: s.Namespace, name: s.Name}
+		if why := lintSelected(cfg, s.Namespace, lintLabels(s.Obj)); why != "" {
+			lo.notes = append(lo.notes, lintNote{"", derive.EventNameSkipped, why, ""})
+			l.objs = append(l.objs, lo)
+			continue
+		}
+		f.Sources = append(f.Sources, s)
+	}
+	l.files[r] = f
+	l.rel[r] = path
+	return ok
+}
+
+// derive derives the cluster's kinds of every file read, as the folder
+// feed does, and notes what of each is not served and why.
+func (l *lintBlockState) derive() {
+	cfg, dc := l.cfg, l.dc
+	w := dirfeed.NewDirWorld(l.files)
+	for _, r := range dirfeed.SortedKeys(l.files) {
+		f := l.files[r]
 		for i := range f.Sources {
 			s := &f.Sources[i]
 			if !cfg.serves(s.Kind) && !object.IsGslbKind(s.Kind) {
 				continue // read for the Gslbs that name it, serving nothing of its own
 			}
-			lo := &lintObject{pos: fmt.Sprintf("%s:%d", rel[r], s.Line), kind: s.Kind, namespace: s.Namespace, name: s.Name}
+			lo := &lintObject{pos: fmt.Sprintf("%s:%d", l.rel[r], s.Line), kind: s.Kind, namespace: s.Namespace, name: s.Name}
 			noted := len(w.Noted)
-			unserved = unserved[:0]
+			l.unserved = l.unserved[:0]
 			decl := s.Derive(dc, w)
 			for _, n := range w.Noted[noted:] {
 				_, note, _ := strings.Cut(n, "\x00")
 				lo.notes = append(lo.notes, lintNote{"", derive.EventReferenceRefused, note, ""})
 			}
 			if _, gslb := s.Obj.(*object.GslbObject); !gslb {
-				for _, n := range derive.SkippedNames(s.Kind, s.Obj, decl, unserved, &dc.Options, w) {
+				for _, n := range derive.SkippedNames(s.Kind, s.Obj, decl, l.unserved, &dc.Options, w) {
 					lo.notes = append(lo.notes, lintNote{name: n.Name, reason: derive.EventNameSkipped, msg: n.Msg, k8sGateway: n.K8sGateway})
 				}
 			}
 			if decl == nil {
 				if len(lo.notes) > 0 { // else it names no host (a ClusterIP Service): nothing to say
-					objs = append(objs, lo)
+					l.objs = append(l.objs, lo)
 				}
 				continue
 			}
-			objs = append(objs, lo)
+			l.objs = append(l.objs, lo)
 			o, bad := decl.Object(nil, cfg.Zones, cfg.ttl)
 			o.Key = s.Key
 			lo.obj = o
@@ -290,25 +313,30 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 				lo.notes = append(lo.notes, lintNote{"", derive.EventInvalidEndpoint, m, ""})
 			}
 			for _, x := range bad {
-				if x.Reason != object.ReasonZone { // skippedNames said it
+				if x.Reason != object.ReasonZone { // SkippedNames said it
 					lo.notes = append(lo.notes, lintNote{"", derive.EventInvalidEndpoint, x.Msg, ""})
 				}
 			}
 		}
 	}
+}
+
+// report merges what was read as the server's builder would, prints each
+// object with what it serves or why not, and the summary; it returns
+// LintServed or LintNotServed.
+func (l *lintBlockState) report(out *lintOut) int {
 	var built []*object.Object
-	for _, lo := range objs {
+	for _, lo := range l.objs {
 		if lo.obj != nil {
 			built = append(built, lo.obj)
 		}
 	}
-	snap, reports := lintMerge(cfg, built)
+	snap, reports := lintMerge(l.cfg, built)
 
-	slices.SortStableFunc(objs, func(x, y *lintObject) int { return lintComparePos(x.pos, y.pos) })
+	slices.SortStableFunc(l.objs, func(x, y *lintObject) int { return lintComparePos(x.pos, y.pos) })
 	code := LintServed
-	served, objects := 0, 0
-	for _, lo := range objs {
-		objects++
+	served := 0
+	for _, lo := range l.objs {
 		var names []lintServes
 		if lo.obj != nil {
 			lo.notes = append(lo.notes, lintServed(lo.obj, reports[lo.obj], snap, &names)...)
@@ -317,12 +345,9 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 		if len(lo.notes) > 0 {
 			code = LintNotServed
 		}
-		out.Object(lo, names)
+		out.object(lo, names)
 	}
-	out.summary(objects, served, cfg.Zones)
-	if bad {
-		return LintBad
-	}
+	out.summary(len(l.objs), served, l.cfg.Zones)
 	return code
 }
 
@@ -531,9 +556,9 @@ type lintNotServed struct {
 	K8sGateway string `json:"k8sGateway,omitempty"`
 }
 
-// Object writes an object's line and one line per thing of it not served
+// object writes an object's line and one line per thing of it not served
 // (as text), or one JSON object with both.
-func (o *lintOut) Object(lo *lintObject, names []lintServes) {
+func (o *lintOut) object(lo *lintObject, names []lintServes) {
 	head := fmt.Sprintf("%s: %s %s/%s: ", lo.pos, lo.kind, lo.namespace, lo.name)
 	if !o.json {
 		what := "serves nothing"

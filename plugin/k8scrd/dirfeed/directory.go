@@ -200,14 +200,14 @@ func (d *Feed) Rescan() {
 		}
 	}
 	if changed && d.cfg.derives() {
-		d.Derive(at)
+		d.derive(at)
 	}
 }
 
 // Load reads one file and hands what changed to the builder.
 func (d *Feed) Load(base string) {
 	if at, ok := d.read(base); ok && d.cfg.derives() {
-		d.Derive(at)
+		d.derive(at)
 	}
 }
 

@@ -342,13 +342,13 @@ type derivedFile struct {
 	problems string // what was last logged of it
 }
 
-// Derive derives every derived object of the folder again and hands the
+// derive derives every derived object of the folder again and hands the
 // builder what changed: upserts for objects whose declaration changed,
 // removals for those gone. Every object is derived again on any change,
 // not only those that read what changed: a folder of manifests is small,
 // and this keeps the directory free of the API source's dependency index.
 // at is when the change happened (for the propagation delay metric).
-func (d *Feed) Derive(at time.Time) {
+func (d *Feed) derive(at time.Time) {
 	if d.derived == nil {
 		d.derived = map[string]*derivedFile{}
 	}
