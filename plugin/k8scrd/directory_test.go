@@ -6,10 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
@@ -193,5 +197,41 @@ func TestHasAExact(t *testing.T) {
 		if hasA(k, t, "a.example.org.", addr)() {
 			t.Errorf("hasA(%s) true for an answer of 192.0.2.10 only", addr)
 		}
+	}
+}
+
+// The first sync's freed memory goes back to the OS once it is served, and
+// only then: a later change collects nothing more.
+func TestFirstSyncMemoryReleasedOnce(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), testkit.DNSEndpoint("ns", "a", nil, testkit.EP("a.example.org", "A", 0, "192.0.2.1")))
+	k, err := parse(caddy.NewTestController("dns", "k8scrd example.org {\n directory "+dir+"\n"+zoneBody+"\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var released atomic.Int32
+	servedAtRelease := make(chan bool, 1)
+	k.release = func() {
+		if released.Add(1) == 1 {
+			servedAtRelease <- k.snap.Load().Synced
+		}
+	}
+	k.Next = test.NextHandler(dns.RcodeRefused, nil)
+	if err := k.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer k.shutdown()
+	select {
+	case synced := <-servedAtRelease:
+		if !synced {
+			t.Fatal("memory released before the first sync was served")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first sync's memory not released within 5s")
+	}
+	write(t, filepath.Join(dir, "b.yaml"), testkit.DNSEndpoint("ns", "b", nil, testkit.EP("b.example.org", "A", 0, "192.0.2.2")))
+	testkit.Eventually(t, 5*time.Second, "created file served", hasA(k, t, "b.example.org.", "192.0.2.2"))
+	if n := released.Load(); n != 1 {
+		t.Errorf("memory released %d times, want once", n)
 	}
 }

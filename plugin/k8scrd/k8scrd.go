@@ -33,6 +33,7 @@ type K8sCRD struct {
 	source  source
 	stop    chan struct{}
 	started atomic.Bool // OnStartup returned
+	release func()      // returns the first sync's freed memory to the OS (releaseAfterSync)
 }
 
 // ServeDNS implements the plugin.Handler interface.

@@ -3,6 +3,7 @@ package k8scrd
 import (
 	"math"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,7 +118,7 @@ func setup(c *caddy.Controller) error {
 
 func parse(c *caddy.Controller) (*K8sCRD, error) {
 	cfg := newConfig()
-	k := &K8sCRD{cfg: cfg}
+	k := &K8sCRD{cfg: cfg, release: debug.FreeOSMemory}
 	i := 0
 	for c.Next() {
 		if i > 0 {
@@ -328,6 +329,7 @@ func (k *K8sCRD) start() error {
 	changed, cancel := k.subs.Subscribe()
 	defer cancel()
 	go k.builder.Run(k.stop)
+	go k.releaseAfterSync(k.stop)
 	if err := k.source.Start(); err != nil {
 		return plugin.Error("k8scrd", err)
 	}
@@ -345,6 +347,29 @@ func (k *K8sCRD) start() error {
 	}
 	k.started.Store(true)
 	return nil
+}
+
+// releaseAfterSync returns to the OS, once the first sync is served, the
+// memory that reading it used and no longer does. Decoding the first
+// listing of every watched object and deriving it allocates several times
+// what stays; the runtime keeps the freed heap mapped up to the heap goal
+// that this peak set, and gives it back only as later collections lower
+// the goal (minutes on an idle server). k.release (debug.FreeOSMemory)
+// collects and returns it now: one collection, once per start, off the
+// start-up path. GOGC and GOMEMLIMIT, the steady state, are untouched.
+func (k *K8sCRD) releaseAfterSync(stop <-chan struct{}) {
+	changed, cancel := k.subs.Subscribe()
+	defer cancel()
+	for !k.snap.Load().Synced {
+		select {
+		case <-changed:
+		case <-stop:
+			return
+		}
+	}
+	if k.release != nil {
+		k.release()
+	}
 }
 
 func (k *K8sCRD) shutdown() error {
