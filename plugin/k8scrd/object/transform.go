@@ -132,24 +132,32 @@ func TrimIngress(ing *networkingv1.Ingress) *networkingv1.Ingress {
 
 // CachedIngress is what the cache keeps of an Ingress: what trimIngress
 // keeps, without the room of the API types around it (less than half the
-// bytes: there is one per Ingress host). ingress gives the derivations the
-// API type again, built afresh for each derivation.
+// bytes: there is one per Ingress host). What few Ingresses set is apart
+// (rare), and the object's own strings are one allocation (packStrings).
+// ingress gives the derivations the API type again, built afresh for each
+// derivation.
 type CachedIngress struct {
 	cacheMeta
-	uid         types.UID
-	generation  int64
-	created     metav1.Time
+	uid        types.UID
+	generation int64
+	created    metav1.Time
+	changed    *metav1.Time // the newest managedFields time (trimMeta)
+	labels     map[string]string
+	class      *string
+	rules      []cachedRule
+	lb         []cachedLB
+	rare       *rareIngress // nil: none of it is set
+}
+
+// rareIngress is what an Ingress seldom has: a deletion time, annotations
+// the derivations read, a default backend, TLS hosts.
+type rareIngress struct {
 	deleted     *metav1.Time
-	changed     *metav1.Time // the newest managedFields time (trimMeta)
-	labels      map[string]string
 	annotations map[string]string
-	class       *string
 	// defaultBackend: the Ingress has one; defaultService is its Service ("" none).
 	defaultBackend bool
 	defaultService string
-	rules          []cachedRule
 	tls            [][]string
-	lb             []cachedLB
 }
 
 // cachedRule is one rule: its host and its paths' Services (http: it has
@@ -166,22 +174,26 @@ type cachedLB struct{ ip, hostname string }
 // compactIngress is ing, as trimIngress returns it, in the cache's form.
 func compactIngress(ing *networkingv1.Ingress) *CachedIngress {
 	c := &CachedIngress{
-		cacheMeta:   cacheMeta{Namespace: ing.Namespace, Name: ing.Name, version: ing.ResourceVersion},
-		uid:         ing.UID,
-		generation:  ing.Generation,
-		created:     ing.CreationTimestamp,
-		deleted:     ing.DeletionTimestamp,
-		labels:      ing.Labels,
-		annotations: ing.Annotations,
-		class:       ing.Spec.IngressClassName,
+		cacheMeta:  cacheMeta{Namespace: ing.Namespace, Name: ing.Name, version: ing.ResourceVersion},
+		uid:        ing.UID,
+		generation: ing.Generation,
+		created:    ing.CreationTimestamp,
+		labels:     ing.Labels,
+		class:      ing.Spec.IngressClassName,
 	}
 	if len(ing.ManagedFields) > 0 {
 		c.changed = ing.ManagedFields[0].Time
 	}
-	if b := ing.Spec.DefaultBackend; b != nil {
-		c.defaultBackend = true
-		if b.Service != nil {
-			c.defaultService = b.Service.Name
+	if ing.DeletionTimestamp != nil || ing.Annotations != nil || ing.Spec.DefaultBackend != nil || len(ing.Spec.TLS) > 0 {
+		c.rare = &rareIngress{deleted: ing.DeletionTimestamp, annotations: ing.Annotations}
+		if b := ing.Spec.DefaultBackend; b != nil {
+			c.rare.defaultBackend = true
+			if b.Service != nil {
+				c.rare.defaultService = b.Service.Name
+			}
+		}
+		for _, t := range ing.Spec.TLS {
+			c.rare.tls = append(c.rare.tls, t.Hosts)
 		}
 	}
 	if len(ing.Spec.Rules) > 0 {
@@ -196,29 +208,61 @@ func compactIngress(ing *networkingv1.Ingress) *CachedIngress {
 			}
 		}
 	}
-	for _, t := range ing.Spec.TLS {
-		c.tls = append(c.tls, t.Hosts)
-	}
 	for _, lb := range ing.Status.LoadBalancer.Ingress {
 		c.lb = append(c.lb, cachedLB{ip: lb.IP, hostname: lb.Hostname})
 	}
+	strs := []*string{&c.Name, &c.version, (*string)(&c.uid)}
+	for i := range c.rules {
+		strs = append(strs, &c.rules[i].host)
+		for j := range c.rules[i].services {
+			strs = append(strs, &c.rules[i].services[j])
+		}
+	}
+	for i := range c.lb {
+		strs = append(strs, &c.lb[i].ip, &c.lb[i].hostname)
+	}
+	packStrings(strs...)
 	return c
+}
+
+// packStrings copies the strings ps point to into one allocation and points
+// them there. The decoder allocates each string of an object on its own,
+// among the garbage of the fields the transform drops; what the cache keeps
+// of it then pins one small block each, scattered over the heap. One block
+// per object is fewer bytes and leaves the freed ones whole.
+func packStrings(ps ...*string) {
+	n := 0
+	for _, p := range ps {
+		n += len(*p)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, p := range ps {
+		b.WriteString(*p)
+	}
+	all := b.String()
+	for _, p := range ps {
+		*p, all = all[:len(*p)], all[len(*p):]
+	}
 }
 
 // ingress is the Ingress c holds, as trimIngress returned it.
 func (c *CachedIngress) ingress() *networkingv1.Ingress {
 	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{
 		Name: c.Name, Namespace: c.Namespace, UID: c.uid, ResourceVersion: c.version, Generation: c.generation,
-		CreationTimestamp: c.created, DeletionTimestamp: c.deleted, Labels: c.labels, Annotations: c.annotations,
+		CreationTimestamp: c.created, Labels: c.labels,
 	}}
 	if c.changed != nil {
 		ing.ManagedFields = []metav1.ManagedFieldsEntry{{Time: c.changed}}
 	}
 	ing.Spec.IngressClassName = c.class
-	if c.defaultBackend {
-		ing.Spec.DefaultBackend = &networkingv1.IngressBackend{}
-		if c.defaultService != "" {
-			ing.Spec.DefaultBackend.Service = &networkingv1.IngressServiceBackend{Name: c.defaultService}
+	if r := c.rare; r != nil {
+		ing.DeletionTimestamp, ing.Annotations = r.deleted, r.annotations
+		if r.defaultBackend {
+			ing.Spec.DefaultBackend = &networkingv1.IngressBackend{}
+			if r.defaultService != "" {
+				ing.Spec.DefaultBackend.Service = &networkingv1.IngressServiceBackend{Name: r.defaultService}
+			}
 		}
 	}
 	if len(c.rules) > 0 {
@@ -235,8 +279,10 @@ func (c *CachedIngress) ingress() *networkingv1.Ingress {
 			ing.Spec.Rules[i].HTTP = &networkingv1.HTTPIngressRuleValue{Paths: paths}
 		}
 	}
-	for _, hosts := range c.tls {
-		ing.Spec.TLS = append(ing.Spec.TLS, networkingv1.IngressTLS{Hosts: hosts})
+	if c.rare != nil {
+		for _, hosts := range c.rare.tls {
+			ing.Spec.TLS = append(ing.Spec.TLS, networkingv1.IngressTLS{Hosts: hosts})
+		}
 	}
 	for _, lb := range c.lb {
 		ing.Status.LoadBalancer.Ingress = append(ing.Status.LoadBalancer.Ingress, networkingv1.IngressLoadBalancerIngress{IP: lb.ip, Hostname: lb.hostname})
@@ -244,12 +290,22 @@ func (c *CachedIngress) ingress() *networkingv1.Ingress {
 	return ing
 }
 
-func (c *CachedIngress) GetUID() types.UID                  { return c.uid }
-func (c *CachedIngress) GetLabels() map[string]string       { return c.labels }
-func (c *CachedIngress) GetAnnotations() map[string]string  { return c.annotations }
-func (c *CachedIngress) GetCreationTimestamp() metav1.Time  { return c.created }
-func (c *CachedIngress) GetDeletionTimestamp() *metav1.Time { return c.deleted }
-func (c *CachedIngress) GetGeneration() int64               { return c.generation }
+func (c *CachedIngress) GetUID() types.UID            { return c.uid }
+func (c *CachedIngress) GetLabels() map[string]string { return c.labels }
+func (c *CachedIngress) GetAnnotations() map[string]string {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.annotations
+}
+func (c *CachedIngress) GetCreationTimestamp() metav1.Time { return c.created }
+func (c *CachedIngress) GetDeletionTimestamp() *metav1.Time {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.deleted
+}
+func (c *CachedIngress) GetGeneration() int64 { return c.generation }
 
 // DeepCopyObject implements runtime.Object; what the cache holds is never changed.
 func (c *CachedIngress) DeepCopyObject() runtime.Object {
