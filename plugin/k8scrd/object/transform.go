@@ -353,7 +353,7 @@ func TrimIngressClass(ic *networkingv1.IngressClass) *networkingv1.IngressClass 
 
 // trimSlice cuts an EndpointSlice down to its Service and whether it has a
 // ready endpoint. Its namespace is interned: every slice of a namespace
-// shares one copy.
+// shares one copy; its other strings are one allocation (packStrings).
 func trimSlice(s *discoveryv1.EndpointSlice) *ReadySlice {
 	changed := s.CreationTimestamp.Time
 	for _, mf := range s.ManagedFields {
@@ -361,12 +361,14 @@ func trimSlice(s *discoveryv1.EndpointSlice) *ReadySlice {
 			changed = mf.Time.Time
 		}
 	}
-	return &ReadySlice{
+	out := &ReadySlice{
 		cacheMeta: cacheMeta{Namespace: unique.Make(s.Namespace).Value(), Name: s.Name, version: s.ResourceVersion},
 		Service:   s.Labels[LabelServiceName],
 		Ready:     SliceReady(s),
 		Changed:   changed,
 	}
+	packStrings(&out.Name, &out.version, &out.Service)
+	return out
 }
 
 // ReadySlice is what the cache keeps of an EndpointSlice: a third of the
