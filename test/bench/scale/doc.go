@@ -21,6 +21,9 @@
 // FLEETDNS_BENCH_CONTROL=0 (leave out the stock file plugin control),
 // FLEETDNS_BENCH_SOURCES (Ingress hosts, 10000), FLEETDNS_BENCH_SOURCE_CHANGES
 // (readiness changes measured, 200), FLEETDNS_BENCH_CREATORS (parallel API
-// clients creating objects, 8),
+// clients creating objects, 8), FLEETDNS_BENCH_BASE (TestSourcesScale: a
+// second coredns binary, started beside the one under test in every round,
+// for a before/after comparison in one run), FLEETDNS_BENCH_PPROF (a folder
+// for heap profiles; also reads the runtime's heap in use and live heap),
 // FLEETDNS_BENCH_OUT (append the markdown tables to this file).
 package scale

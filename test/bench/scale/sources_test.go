@@ -373,6 +373,9 @@ func TestSourcesScale(t *testing.T) {
 	fmt.Fprintf(&b, "%s Load average (1/5/15 min) before the creates, after them, at each round boundary and after each change run: %s.\n\n", machine(), strings.Join(loads, " | "))
 	fmt.Fprintf(&b, "Command: `FLEETDNS_BENCH=1 FLEETDNS_BENCH_SOURCES=%d FLEETDNS_BENCH_SOURCE_CHANGES=%d FLEETDNS_BENCH_ROUNDS=%d FLEETDNS_BENCH_SECONDS=%d go test -count=1 -v -timeout 60m -run TestSourcesScale ./test/bench/scale`\n\n",
 		n, changes, rounds, seconds)
+	if base != "" {
+		fmt.Fprintf(&b, "With `FLEETDNS_BENCH_BASE=%s`: every round also starts that binary (base) on both data sets, next to %s.\n\n", base, bin)
+	}
 	b.WriteString("Data (created before any server starts; not part of ready):\n\n| source | objects | API calls | created in | parallel clients |\n|---|---|---:|---:|---:|\n")
 	fmt.Fprintf(&b, "| Ingress | %d Ingresses (one host, status IP via UpdateStatus), %[1]d headless Services, %[1]d EndpointSlices (one ready endpoint) | %d | %.1f s | %d |\n",
 		n, data["Ingress"].calls, data["Ingress"].created.Seconds(), data["Ingress"].creators)
