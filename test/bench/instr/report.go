@@ -28,7 +28,7 @@ func report(root, bin string, groups []*group, took time.Duration) {
 	}
 	fmt.Fprintf(&b, "Servers under `%s` with GOMAXPROCS=%q GODEBUG=%q GOGC=%q; %d warm-up queries per row, then %d windows of %d queries each (%d client(s), one query outstanding each, %s, every reply checked); a garbage collection is forced through pprof before each window. Ir = instructions executed in user space by every thread of the server (Go runtime and GC included) while the window was open.\n\n",
 		strings.Join(append([]string{"valgrind", "--tool=callgrind", "--instr-atstart=no"}, strings.Fields(*flagVGArgs)...), " "), *flagGOMAXPROCS, *flagGODEBUG, *flagGOGC, *flagWarm, *flagRuns, *flagQueries, *flagClients, settled)
-	b.WriteString("| comparison | configuration | Ir/query, each window | spread | Ir/query over baseline | heap B/query | GCs per window | window wall time |\n|---|---|---|---:|---|---:|---|---|\n")
+	b.WriteString("| comparison | configuration | Ir/query, each window | spread | Ir/query over baseline | heap B/query | GCs per window | stack copies per query (their Ir), each window | window wall time |\n|---|---|---|---:|---|---:|---|---|---|\n")
 	for _, g := range groups {
 		by := map[string]*row{}
 		for _, r := range g.rows {
@@ -39,7 +39,7 @@ func report(root, bin string, groups []*group, took time.Duration) {
 			if base, ok := by[r.baseline]; ok {
 				ratio = fmt.Sprintf("**%.3f** (/ %s)", meanPerQuery(r)/meanPerQuery(base), base.name)
 			}
-			var irs, gcs, walls []string
+			var irs, gcs, copies, walls []string
 			lo, hi := 0.0, 0.0
 			for i, w := range r.runs {
 				v := w.perQuery()
@@ -51,6 +51,7 @@ func report(root, bin string, groups []*group, took time.Duration) {
 				}
 				irs = append(irs, fmt.Sprintf("%.0f", v))
 				gcs = append(gcs, fmt.Sprint(w.gcs))
+				copies = append(copies, w.copiesPerQuery())
 				walls = append(walls, fmt.Sprintf("%.1fs", w.elapsed.Seconds()))
 			}
 			var alloc, n int64
@@ -58,8 +59,8 @@ func report(root, bin string, groups []*group, took time.Duration) {
 				alloc += w.allocBytes
 				n += int64(w.n)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.2f%% | %s | %.0f | %s | %s |\n", g.name, r.name, strings.Join(irs, ", "),
-				100*(hi-lo)/max(lo, 1), ratio, float64(alloc)/float64(max(n, 1)), strings.Join(gcs, ", "), strings.Join(walls, ", "))
+			fmt.Fprintf(&b, "| %s | %s | %s | %.2f%% | %s | %.0f | %s | %s | %s |\n", g.name, r.name, strings.Join(irs, ", "),
+				100*(hi-lo)/max(lo, 1), ratio, float64(alloc)/float64(max(n, 1)), strings.Join(gcs, ", "), strings.Join(copies, ", "), strings.Join(walls, ", "))
 		}
 	}
 	if *flagIdle > 0 {
