@@ -135,3 +135,23 @@ func TestFuncNames(t *testing.T) {
 		t.Error("a function that is not there found")
 	}
 }
+
+func TestCopiesMoved(t *testing.T) {
+	w := func(copies int64) window { return window{n: 1000, copies: calls{n: copies}} }
+	for _, tc := range []struct {
+		name string
+		runs []window
+		want bool
+	}{
+		{"none", []window{w(0), w(0)}, false},
+		{"a few, both", []window{w(78), w(76)}, false},
+		{"one window copies per query", []window{w(1000), w(0)}, true},
+		{"the second grows", []window{w(60), w(670)}, true},
+		{"not counted", []window{w(-1), w(1000)}, false},
+		{"one window", []window{w(1000)}, false},
+	} {
+		if got := copiesMoved(tc.runs); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -63,6 +63,18 @@ func report(root, bin string, groups []*group, took time.Duration) {
 				100*(hi-lo)/max(lo, 1), ratio, float64(alloc)/float64(max(n, 1)), strings.Join(gcs, ", "), strings.Join(copies, ", "), strings.Join(walls, ", "))
 		}
 	}
+	var moved []string
+	for _, g := range groups {
+		for _, r := range g.rows {
+			if copiesMoved(r.runs) {
+				moved = append(moved, r.name)
+			}
+		}
+	}
+	if len(moved) > 0 {
+		fmt.Fprintf(&b, "\nThe stack copies per query differ between the windows of %s: the starting stack of new goroutines, which the runtime sets at every collection from the average stack in use, moved between them, and with it the Ir. To compare binaries whose goroutines differ, run both with `-godebug %s,adaptivestackstart=0` (test/bench/instr/README.md).\n",
+			strings.Join(moved, "; "), *flagGODEBUG)
+	}
 	if *flagIdle > 0 {
 		fmt.Fprintf(&b, "\nIdle windows (%v, no queries; the same steps otherwise): what the background of each server adds per second, and as a share of its measured windows (idle Ir/s x the window's wall time / the window's Ir).\n\n", *flagIdle)
 		b.WriteString("| server | idle Ir/s, each window | share of its windows' Ir |\n|---|---|---|\n")
@@ -97,6 +109,25 @@ func report(root, bin string, groups []*group, took time.Duration) {
 		defer f.Close()
 		f.WriteString(b.String())
 	}
+}
+
+// copiesMoved reports whether the stack copies per query of a row's
+// windows differ by more than a tenth of a copy: the starting stack moved.
+func copiesMoved(runs []window) bool {
+	lo, hi := 0.0, 0.0
+	for i, w := range runs {
+		if w.copies.n < 0 {
+			return false
+		}
+		c := float64(w.copies.n) / float64(max(w.n, 1))
+		if i == 0 || c < lo {
+			lo = c
+		}
+		if i == 0 || c > hi {
+			hi = c
+		}
+	}
+	return hi-lo > 0.1
 }
 
 // meanPerQuery is Ir over queries across all of a row's windows.
