@@ -242,12 +242,12 @@ func validated(t *testing.T, u *unbound, what, name string, qtype uint16, want i
 	t.Helper()
 	m, err := harness.Ask(u.addr, name, qtype, harness.DO, harness.Timeout(5*time.Second), harness.Attempts(2))
 	if err != nil {
-		t.Errorf("%s: %s %s through Unbound (running: %v): %v\n%s", what, name, dns.TypeToString[qtype], u.Running(), err, tail(u.Log(), 5))
+		t.Errorf("%s: %s %s through Unbound (running: %v): %v\n%s", what, name, dns.TypeToString[qtype], u.Running(), err, harness.TailLines(u.Log(), 5))
 		return nil
 	}
 	if m.Rcode != want || m.AuthenticatedData != secure {
 		t.Errorf("%s: %s %s through Unbound: rcode %s AD=%v, want %s AD=%v\n%v\n--- unbound ---\n%s", what, name, dns.TypeToString[qtype],
-			dns.RcodeToString[m.Rcode], m.AuthenticatedData, dns.RcodeToString[want], secure, m, tail(u.Log(), 15))
+			dns.RcodeToString[m.Rcode], m.AuthenticatedData, dns.RcodeToString[want], secure, m, harness.TailLines(u.Log(), 15))
 	}
 	return m
 }
@@ -283,12 +283,4 @@ func delv(t *testing.T, anchor, server, name, qtype string) (string, string) {
 		}
 	}
 	return verdict, out
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
