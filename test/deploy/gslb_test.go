@@ -311,7 +311,7 @@ func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP str
 		harness.Substitution{Old: "\n    ready\n", New: "\n    ready " + fmtAddr(ip, rp) + "\n", Why: ports},
 		harness.Substitution{Old: "prometheus :9153", New: "prometheus " + fmtAddr(ip, mp), Why: ports},
 		harness.Substitution{Old: "peers_from_ns {$FLEETDNS_PARENT_NS} {", New: "peers_from_ns {$FLEETDNS_PARENT_NS} {\n              allow 127.0.0.0/8", Why: "the parent stands in on loopback and so does its glue, which gslb refuses unless allowed"},
-		harness.Substitution{Old: "key /etc/fleetdns/fleet/fleet.key", New: "key " + fleetKeyFile(t), Why: "Secret fleetdns-fleet-key is mounted by the kubelet, which does not run here: the same key in a file stands in"},
+		harness.Substitution{Old: "key /etc/fleetdns/fleet/fleet.key", New: "key " + harness.FleetKeyFile(t), Why: "Secret fleetdns-fleet-key is mounted by the kubelet, which does not run here: the same key in a file stands in"},
 	)
 	var envList []string
 	for key, v := range env {
@@ -322,24 +322,6 @@ func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP str
 		t.Fatalf("cluster %s never ready: %v\n%s", tag, err, p.Log())
 	}
 	return &gslbCluster{tag: tag, addr: ip + ":53", metricsURL: "http://" + fmtAddr(ip, mp) + "/metrics", p: p, app: app}
-}
-
-// testFleetKey is the fleet's TSIG key of the tests (Secret
-// fleetdns-fleet-key in a cluster), the same for every cluster.
-const testFleetKey = `key "fleet.gslb.example.com" {
-	algorithm hmac-sha256;
-	secret "c2VjcmV0LW9mLXRoZS10ZXN0LWZsZWV0LWtleS0zMiE=";
-};
-`
-
-// fleetKeyFile writes testFleetKey and returns its path.
-func fleetKeyFile(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "fleet.key")
-	if err := os.WriteFile(p, []byte(testFleetKey), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // eventuallyA asks name A until the sorted answer is want (within, 15 s by

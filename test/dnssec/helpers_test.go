@@ -101,8 +101,6 @@ type cluster struct {
 	*harness.CoreDNS
 }
 
-type substitution struct{ old, new, why string }
-
 // localize makes a shipped GSLB Corefile run here, each substitution
 // required to apply: bound to ip, its HTTP endpoints on loopback ports,
 // k8scrd reading namespace ns of the test's API server (one namespace a
@@ -112,39 +110,22 @@ type substitution struct{ old, new, why string }
 func localize(t *testing.T, corefile, ip, ns, kubeconfig string, keys string, ready string) (string, string) {
 	t.Helper()
 	metrics := harness.HostPort(t, ip)
-	subs := []substitution{
-		{"gslb.example.com:53 {\n", "gslb.example.com:53 {\n    bind " + ip + "\n", "the load balancer's address: a loopback address stands in"},
-		{"prometheus :9153", "prometheus " + metrics, "fixed ports would collide with other tests"},
-		{"    health {", "    health " + harness.HostPort(t, ip) + " {", "fixed ports would collide with other tests"},
-		{"    ready\n", "    ready " + ready + "\n", "fixed ports would collide with other tests"},
-		{"k8scrd gslb.example.com {\n", "k8scrd gslb.example.com {\n       kubeconfig " + kubeconfig + "\n", "the API server is the test's"},
-		{"namespaces fleetdns", "namespaces " + ns, "one API server stands in for each cluster's own"},
-		{"tenant fleetdns gslb.example.com", "tenant " + ns + " gslb.example.com", "one API server stands in for each cluster's own"},
-		{"key /etc/fleetdns/fleet/fleet.key", "key " + fleetKeyFile(t), "Secret fleetdns-fleet-key, mounted by the kubelet"},
-		{"/etc/fleetdns/dnssec/", keys + "/", "Secret fleetdns-dnssec-keys, mounted by the kubelet"},
-		{"peers_from_ns {$FLEETDNS_PARENT_NS} {", "peers_from_ns {$FLEETDNS_PARENT_NS} {\n              allow 127.0.0.0/8", "the parent's glue is loopback here"},
+	subs := []harness.Substitution{
+		{Old: "gslb.example.com:53 {\n", New: "gslb.example.com:53 {\n    bind " + ip + "\n", Why: "the load balancer's address: a loopback address stands in"},
+		{Old: "prometheus :9153", New: "prometheus " + metrics, Why: "fixed ports would collide with other tests"},
+		{Old: "    health {", New: "    health " + harness.HostPort(t, ip) + " {", Why: "fixed ports would collide with other tests"},
+		{Old: "    ready\n", New: "    ready " + ready + "\n", Why: "fixed ports would collide with other tests"},
+		{Old: "k8scrd gslb.example.com {\n", New: "k8scrd gslb.example.com {\n       kubeconfig " + kubeconfig + "\n", Why: "the API server is the test's"},
+		{Old: "namespaces fleetdns", New: "namespaces " + ns, Why: "one API server stands in for each cluster's own"},
+		{Old: "tenant fleetdns gslb.example.com", New: "tenant " + ns + " gslb.example.com", Why: "one API server stands in for each cluster's own"},
+		{Old: "key /etc/fleetdns/fleet/fleet.key", New: "key " + harness.FleetKeyFile(t), Why: "Secret fleetdns-fleet-key, mounted by the kubelet"},
+		{Old: "peers_from_ns {$FLEETDNS_PARENT_NS} {", New: "peers_from_ns {$FLEETDNS_PARENT_NS} {\n              allow 127.0.0.0/8", Why: "the parent's glue is loopback here"},
 	}
-	for _, s := range subs {
-		if keys == "" && strings.HasPrefix(s.old, "/etc/fleetdns/dnssec") {
-			continue // an unsigned Corefile
-		}
-		if !strings.Contains(corefile, s.old) {
-			t.Fatalf("the shipped Corefile changed shape: no %q (substituted because %s):\n%s", s.old, s.why, corefile)
-		}
-		corefile = strings.ReplaceAll(corefile, s.old, s.new)
+	if keys != "" { // a signed Corefile
+		subs = append(subs, harness.Substitution{Old: "/etc/fleetdns/dnssec/", New: keys + "/", Why: "Secret fleetdns-dnssec-keys, mounted by the kubelet"})
 	}
+	corefile = harness.Substitute(t, corefile, subs...)
 	return corefile, "http://" + metrics + "/metrics"
-}
-
-const testFleetKey = "key \"fleet.gslb.example.com\" {\n\talgorithm hmac-sha256;\n\tsecret \"c2VjcmV0LW9mLXRoZS10ZXN0LWZsZWV0LWtleS0zMiE=\";\n};\n"
-
-func fleetKeyFile(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "fleet.key")
-	if err := os.WriteFile(p, []byte(testFleetKey), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // startCluster runs corefile (a shipped signed Corefile) as cluster tag on
