@@ -207,7 +207,7 @@ func startUnbound(t *testing.T, anchor string, stub []string, stubs map[string]s
 	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.StartProcess(t, "unbound", harness.LookPath(t, "unbound"), []string{"-d", "-c", conf}, dir)
+	p := harness.StartProcess(t, "unbound", harness.LookPathOwn(t, "unbound"), []string{"-d", "-c", conf}, dir)
 	u := &unbound{addr: ip + ":53", Process: p}
 	testkit.Eventually(t, 10*time.Second, "unbound answers", func() (bool, string) {
 		_, err := harness.Ask(u.addr, "localhost.", dns.TypeA, harness.Timeout(500*time.Millisecond))

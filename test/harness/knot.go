@@ -64,7 +64,7 @@ const KnotECDSA = "    algorithm: ecdsap256sha256\n    nsec3: off\n"
 // e.g. for a zone that takes RFC 2136 UPDATEs.
 func StartKnotWith(t testing.TB, ip string, zones map[string]string, cfg KnotConfig) *Knot {
 	t.Helper()
-	bin := LookPath(t, "knotd")
+	own := LookPathOwn(t, "knotd") // not stopped by scripts/test-deps.sh
 	dir := t.TempDir()
 	var conf strings.Builder
 	fmt.Fprintf(&conf, `server:
@@ -122,13 +122,6 @@ database:
 	}
 	cf := filepath.Join(dir, "knot.conf")
 	if err := os.WriteFile(cf, []byte(conf.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Run under a name of its own: scripts/test-deps.sh stops the knotd
-	// service that installing the package starts (pkill -x knotd), and
-	// must not stop a test's, as it would when run beside the tests.
-	own := filepath.Join(dir, "fleetdns-knotd")
-	if err := os.Symlink(bin, own); err != nil {
 		t.Fatal(err)
 	}
 	k := &Knot{Addr: net.JoinHostPort(ip, "53")}
