@@ -221,7 +221,9 @@ func (g *GSLB) runPublish(ctx context.Context, changed, verdicts <-chan struct{}
 }
 
 // publish sets the view: every GSLB host this cluster declares, with its
-// healthy targets, the TTL it answers with and its gslb/* policy.
+// healthy targets, the TTL it answers with and its gslb/* policy. Its serial
+// follows the record store's SOA serial of the zone (fleet.Publisher.SetData),
+// the clock's only where no zone of the store holds the gslb zone.
 func (g *GSLB) publish() {
 	if g.store == nil || !g.store.Synced() {
 		return
@@ -235,7 +237,15 @@ func (g *GSLB) publish() {
 		hosts = append(hosts, fleet.Host{Name: h.Name, A: a, AAAA: aaaa, TTL: g.ttlOf(g.policyOf(h), h), Policy: policyProps(h)})
 		return true
 	})
-	serial, changed := g.pub.Set(hosts)
+	var serial uint32
+	var changed bool
+	if soa := g.store.NegativeSOA(g.zone); soa != nil {
+		// Derived from the data: replicas of this cluster serving the
+		// same objects publish the same serial for the same view.
+		serial, changed = g.pub.SetData(hosts, soa.Serial)
+	} else {
+		serial, changed = g.pub.Set(hosts)
+	}
 	if !changed {
 		return
 	}
@@ -337,6 +347,12 @@ func (p *peer) fleetCheck(ctx context.Context) bool {
 				g.reindex()
 			}
 		}
+	case fleet.Reason(err) == fleet.ReasonBackwards:
+		// A replica behind the one that served the view held answered:
+		// the peer is up, and its newer view is kept (the follower takes
+		// a lower serial only after split_brain_threshold of them).
+		result = fleet.ReasonBackwards
+		p.observe(nil)
 	default:
 		result = fleet.Reason(err)
 		if result == fleet.ReasonUnreachable {
@@ -378,6 +394,7 @@ func (p *peer) follower() *fleet.Follower {
 		p.followers = map[string]*fleet.Follower{}
 	}
 	f := fleet.NewFollower(p.g.zone, addr, p.g.fl.keys, p.g.fl.limits)
+	f.SetMaxBehind(p.g.splitBrain)
 	p.followers[addr] = f
 	return f
 }
