@@ -21,8 +21,8 @@ import (
 // (host<i>-<j>.example.org) without any source: the builder applies them directly.
 func benchPlugin(tb testing.TB, objects, perObject int) *K8sCRD {
 	cfg := newConfig()
-	cfg.zones = []string{"example.org."}
-	k := &K8sCRD{cfg: cfg, Zones: cfg.zones}
+	cfg.Zones = []string{"example.org."}
+	k := &K8sCRD{cfg: cfg, Zones: cfg.Zones}
 	k.builder = builder.New(cfg.buildConfig(), &k.snap)
 	for i := range objects {
 		k.builder.Upsert(benchObject(cfg, i, perObject, "10.0.0.1"))
@@ -38,7 +38,7 @@ func benchObject(cfg *config, i, perObject int, addr string) *object.Object {
 		eps[j] = endpoint.NewEndpoint(fmt.Sprintf("host%d-%d.team%d.example.org", i, j, i%50), "A", addr)
 	}
 	o, _ := object.New(object.Meta{Key: fmt.Sprintf("ns%d/obj%d", i%50, i), Namespace: fmt.Sprintf("ns%d", i%50),
-		Name: fmt.Sprintf("obj%d", i), Created: time.Unix(1700000000, 0)}, eps, cfg.zones, cfg.ttl)
+		Name: fmt.Sprintf("obj%d", i), Created: time.Unix(1700000000, 0)}, eps, cfg.Zones, cfg.ttl)
 	return o
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+
 	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
@@ -86,7 +88,7 @@ func TestDirectoryCreateChangeDeleteRename(t *testing.T) {
 }
 
 func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode))
+	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode))
 	k, dir := newTestPlugin(t, "example.org", zoneBody, map[string]string{
 		"good.yaml": testkit.DNSEndpoint("ns", "good", nil, testkit.EP("good.example.org", "A", 0, "192.0.2.1")),
 		"bad.yaml":  "apiVersion: externaldns.k8s.io/v1alpha1\nkind: DNSEndpoint\nmetadata:\n  name: bad\n spec: [\n",
@@ -96,31 +98,12 @@ func TestDirectoryMalformedFileSkippedRestServed(t *testing.T) {
 	if !hasA(k, t, "good.example.org.", "192.0.2.1")() || !hasA(k, t, "m1.example.org.", "192.0.2.7")() {
 		t.Fatal("valid data not served beside malformed files")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 2 {
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 2 {
 		t.Errorf("decode errors counted: %v, want 2", d)
 	}
 	// Fixing the file serves it.
 	write(t, filepath.Join(dir, "bad.yaml"), testkit.DNSEndpoint("ns", "bad", nil, testkit.EP("bad.example.org", "A", 0, "192.0.2.9")))
 	testkit.Eventually(t, 5*time.Second, "fixed file served", hasA(k, t, "bad.example.org.", "192.0.2.9"))
-}
-
-func TestParseErrorNamesFileAndLine(t *testing.T) {
-	raw := testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")) + "---\n# second\nkind: DNSEndpoint\nspec: {\n  endpoints: [\n"
-	cfg := newConfig()
-	cfg.zones = []string{"example.org."}
-	docs, err := parseManifests("/m/f.yaml", []byte(raw), mtime0, cfg)
-	if len(docs) != 1 {
-		t.Fatalf("want the first document parsed, got %d", len(docs))
-	}
-	lines := strings.Count(testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")), "\n")
-	if err == nil || !strings.HasPrefix(err.Error(), "/m/f.yaml:") {
-		t.Fatalf("error %v does not name the file", err)
-	}
-	// The second document starts after the separator; the error is inside it.
-	var line int
-	if _, serr := fmtSscanf(err.Error(), "/m/f.yaml:%d:", &line); serr != nil || line <= lines+1 {
-		t.Errorf("error %q: want a line inside the second document (after line %d)", err, lines+1)
-	}
 }
 
 func TestDirectoryFileWrittenInPieces(t *testing.T) {
@@ -135,7 +118,7 @@ func TestDirectoryFileWrittenInPieces(t *testing.T) {
 	}
 	f.WriteString(full[:cut])
 	f.Sync()
-	time.Sleep(4 * settle) // the piece is read, does not parse, and is skipped
+	time.Sleep(4 * dirfeed.Settle) // the piece is read, does not parse, and is skipped
 	if r, _ := ask(t, k, "p.example.org.", dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Errorf("half-written new file: want nothing served from it yet, got\n%s", r)
 	}
@@ -151,7 +134,7 @@ func TestDirectoryFileWrittenInPieces(t *testing.T) {
 	next := strings.ReplaceAll(full, "192.0.2.", "198.51.100.")
 	cut = strings.Index(next, "198.51.100.5") + 4
 	write(t, path, next[:cut])
-	time.Sleep(4 * settle)
+	time.Sleep(4 * dirfeed.Settle)
 	if !hasA(k, t, "q.example.org.", "192.0.2.5")() {
 		t.Error("while the file is half-rewritten its previous contents must be served")
 	}

@@ -2,10 +2,11 @@ package k8scrd
 
 import (
 	"context"
-	"github.com/coredns/coredns/plugin/test"
-	"github.com/fleetdns/fleetdns/internal/testkit"
 	"strings"
 	"testing"
+
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/fleetdns/fleetdns/internal/testkit"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/request"

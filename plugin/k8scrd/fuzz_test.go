@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
@@ -154,21 +156,21 @@ func FuzzManifest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		cfg := newConfig()
-		cfg.zones = []string{"example.org.", "2.0.192.in-addr.arpa."}
-		docs, _ := parseManifests("fuzz.yaml", raw, time.Unix(1700000000, 0), cfg)
-		k := &K8sCRD{Zones: cfg.zones, cfg: cfg}
+		cfg.Zones = []string{"example.org.", "2.0.192.in-addr.arpa."}
+		docs, _ := dirfeed.ParseManifests("fuzz.yaml", raw, time.Unix(1700000000, 0), cfg.dirConfig())
+		k := &K8sCRD{Zones: cfg.Zones, cfg: cfg}
 		b := builder.New(cfg.buildConfig(), &k.snap)
 		for _, d := range docs {
-			if d.obj == nil {
+			if d.Obj == nil {
 				t.Fatal("document without object")
 			}
-			b.Upsert(d.obj)
+			b.Upsert(d.Obj)
 		}
 		b.Synced()
 		b.Flush()
 		k.Next = test.NextHandler(dns.RcodeRefused, nil)
 		for _, d := range docs {
-			for name := range d.obj.Names {
+			for name := range d.Obj.Names {
 				for _, qt := range []uint16{dns.TypeA, dns.TypeANY, dns.TypeCNAME} {
 					m := new(dns.Msg)
 					m.SetQuestion(name, qt)
@@ -179,7 +181,7 @@ func FuzzManifest(f *testing.F) {
 		}
 		// Removing everything again leaves an empty, serving store.
 		for _, d := range docs {
-			b.Remove(d.obj.Key)
+			b.Remove(d.Obj.Key)
 		}
 		b.Flush()
 		m := new(dns.Msg)

@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kubefeed"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/testkit"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/external-dns/apis/v1alpha1"
@@ -193,12 +196,12 @@ func histogramCount(t *testing.T) uint64 {
 func TestKubernetesForbiddenIsCountedAndServfail(t *testing.T) {
 	f := newFakeAPI(t)
 	f.status = http.StatusForbidden
-	before := testutil.ToFloat64(syncErrors.WithLabelValues("kubernetes"))
+	before := testutil.ToFloat64(object.SyncErrors.WithLabelValues("kubernetes"))
 	k := startKubePlugin(t, f, "")
 	if k.Ready() {
 		t.Fatal("ready without a single successful list")
 	}
-	if testutil.ToFloat64(syncErrors.WithLabelValues("kubernetes")) <= before {
+	if testutil.ToFloat64(object.SyncErrors.WithLabelValues("kubernetes")) <= before {
 		t.Error("403 not counted in coredns_k8scrd_sync_errors_total")
 	}
 	if _, code := ask(t, k, "www.example.org.", dns.TypeA); code != dns.RcodeServerFailure {
@@ -235,29 +238,29 @@ func TestKubernetesKeepsServingWhileAPIServerAway(t *testing.T) {
 
 func TestKubernetesTransformStripsManagedFieldsKeepsChangeTime(t *testing.T) {
 	cfg := newConfig()
-	cfg.zones = []string{"example.org."}
-	src := newKubernetes(cfg, nil)
+	cfg.Zones = []string{"example.org."}
+	src := kubefeed.New(cfg.feedConfig(), nil)
 	var ep v1alpha1.DNSEndpoint
 	changed := time.Date(2025, 5, 1, 12, 0, 3, 0, time.UTC)
 	if err := json.Unmarshal([]byte(apiObject("web", "www", 7, changed, aEndpoint("www.example.org", "192.0.2.1"))), &ep); err != nil {
 		t.Fatal(err)
 	}
 	ep.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "me"}
-	out, err := src.transform(&ep)
+	out, err := src.Transform(&ep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := out.(*cached)
+	got := out.(*kubefeed.Cached)
 	if len(got.ManagedFields) != 0 || len(got.Annotations) != 0 || got.Name != "www" || got.Namespace != "web" || got.ResourceVersion != "7" {
 		t.Errorf("transform kept %+v", got.ObjectMeta)
 	}
-	if !got.obj.Changed.Equal(changed) {
-		t.Errorf("change time %v, want the managedFields time %v", got.obj.Changed, changed)
+	if !got.Obj.Changed.Equal(changed) {
+		t.Errorf("change time %v, want the managedFields time %v", got.Obj.Changed, changed)
 	}
-	if len(got.obj.At("www.example.org.")) != 1 {
-		t.Errorf("converted object %+v, want the one endpoint at www.example.org.", got.obj)
+	if len(got.Obj.At("www.example.org.")) != 1 {
+		t.Errorf("converted object %+v, want the one endpoint at www.example.org.", got.Obj)
 	}
-	if again, _ := src.transform(out); again != out {
+	if again, _ := src.Transform(out); again != out {
 		t.Error("transform is not idempotent")
 	}
 }

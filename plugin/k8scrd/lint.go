@@ -13,12 +13,15 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/tree"
 	"github.com/miekg/dns"
 )
@@ -53,7 +56,7 @@ type lintObject struct {
 
 // lintNote is one thing of an object not served: the name ("" for the
 // whole object), the Event reason it would carry, the message and, for a
-// name k8s_gateway would serve, k8sgateway.go's reason (the label of
+// name k8s_gateway would serve, derive/names.go's reason (the label of
 // coredns_k8scrd_unserved_names_total).
 type lintNote struct {
 	name, reason, msg string
@@ -68,7 +71,7 @@ type lintNote struct {
 // With asJSON, each line is a JSON object instead (JSON Lines): an object
 // {"file", "line", "kind", "namespace", "name", "serves": [{"name",
 // "types"}], "notServed": [{"name", "reason", "message", "k8sGateway"}]}
-// (k8sGateway: for a name k8s_gateway would serve, k8sgateway.go's reason), an error
+// (k8sGateway: for a name k8s_gateway would serve, derive/names.go's reason), an error
 // {"file", "line", "error"}, a block {"block", "zones"} and a summary
 // {"objects", "served", "zones"}.
 func Lint(out io.Writer, dir, corefile string, asJSON bool) int {
@@ -86,7 +89,7 @@ func Lint(out io.Writer, dir, corefile string, asJSON bool) int {
 	code := LintServed
 	for _, blk := range blocks {
 		if len(blocks) > 1 {
-			w.block(blk.where, blk.cfg.zones)
+			w.block(blk.where, blk.cfg.Zones)
 		}
 		code = max(code, lintBlockRun(w, dir, files, blk.cfg))
 	}
@@ -149,7 +152,7 @@ func lintFiles(dir string) ([]string, error) {
 			}
 			return nil
 		}
-		if manifest(e.Name()) {
+		if dirfeed.Manifest(e.Name()) {
 			files = append(files, path)
 		}
 		return nil
@@ -160,151 +163,180 @@ func lintFiles(dir string) ([]string, error) {
 // lintBlockRun lints the files for one block and prints the result.
 func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 	// The names k8s_gateway would serve that the block does not come from
-	// the derivations (k8sgateway.go) to the lint's lines, not to the log.
-	var unserved []unservedName
-	cfg.names.unserved = func(_, _, _ string, names []unservedName) { unserved = append(unserved, names...) }
-	defer func() { cfg.names.unserved = nil }()
-	// Read with every namespace and label, so that what the block's
-	// selection leaves out is said, not silently missing.
-	open := *cfg
-	open.namespaces, open.selector = nil, nil
-
-	var (
-		objs  []*lintObject
-		files = map[string]*manifestFile{}
-		bad   = false
-		rel   = map[string]string{} // files key -> path shown
-	)
+	// the derivations (derive/names.go) to the lint's lines, not to the log.
+	l := &lintBlockState{cfg: cfg, dc: cfg.dirConfig(), files: map[string]*dirfeed.ManifestFile{}, rel: map[string]string{}}
+	cfg.Names.Unserved = func(_, _, _ string, names []derive.UnservedName) { l.unserved = append(l.unserved, names...) }
+	l.dc.Names.Unserved = cfg.Names.Unserved
+	defer func() { cfg.Names.Unserved = nil }()
+	bad := false
 	for _, path := range paths {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			out.error(path, 0, err.Error())
-			bad = true
-			continue
-		}
-		st, err := os.Stat(path)
-		if err != nil {
-			out.error(path, 0, err.Error())
-			bad = true
-			continue
-		}
-		p, _ := parseFile(path, raw, st.ModTime(), &open)
-		for _, pr := range p.problems {
-			if pr.unknownKind {
-				continue // a whole application's folder holds Deployments, ConfigMaps...
-			}
-			out.error(path, pr.line, pr.msg)
+		if !l.read(out, dir, path) {
 			bad = true
 		}
-		// Keys are made unique per file by its base name: here, per path.
-		r, _ := filepath.Rel(dir, path)
-		key := func(k string) string {
-			return "file:" + r + strings.TrimPrefix(k, "file:"+filepath.Base(path))
-		}
-		f := &manifestFile{mtime: st.ModTime(), classes: p.classes}
-		for _, s := range p.slices {
-			if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, s.namespace) {
-				f.slices = append(f.slices, s)
-			}
-		}
-		for _, g := range p.gateways {
-			if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, g.Namespace) {
-				f.gateways = append(f.gateways, g)
-			}
-		}
-		for _, doc := range p.docs {
-			o := doc.obj
-			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, doc.line), kind: kindDNSEndpoint, namespace: o.Namespace, name: o.Name}
-			objs = append(objs, lo)
-			if why := lintSelected(cfg, o.Namespace, docLabels(doc.text)); why != "" {
-				lo.notes = append(lo.notes, lintNote{"", EventNameSkipped, why, ""})
-				continue
-			}
-			o.Key = key(o.Key)
-			lo.obj = o
-			for _, b := range doc.bad {
-				reason := EventInvalidEndpoint
-				if b.Reason == object.ReasonZone {
-					reason = EventNameSkipped
-				}
-				lo.notes = append(lo.notes, lintNote{"", reason, b.Msg, ""})
-			}
-		}
-		for _, s := range p.sources {
-			s.key = key(s.key)
-			if !cfg.serves(s.kind) && !isGslbKind(s.kind) {
-				if lintSelected(cfg, s.namespace, lintLabels(s.obj)) == "" {
-					f.sources = append(f.sources, s) // read for the Gslbs that name it
-				}
-				continue
-			}
-			lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, s.line), kind: s.kind, namespace: s.namespace, name: s.name}
-			if why := lintSelected(cfg, s.namespace, lintLabels(s.obj)); why != "" {
-				lo.notes = append(lo.notes, lintNote{"", EventNameSkipped, why, ""})
-				objs = append(objs, lo)
-				continue
-			}
-			f.sources = append(f.sources, s)
-		}
-		files[r] = f
-		rel[r] = path
 	}
+	l.derive()
+	code := l.report(out)
+	if bad {
+		return LintBad
+	}
+	return code
+}
 
-	// The derived kinds, as the directory derives them (directory.derive).
-	w := newDirWorld(files)
-	for _, r := range sortedKeys(files) {
-		f := files[r]
-		for i := range f.sources {
-			s := &f.sources[i]
-			if !cfg.serves(s.kind) && !isGslbKind(s.kind) {
+// lintBlockState is what the lint of one block gathers: the objects it
+// says something of, and the files' objects as the folder feed holds them.
+type lintBlockState struct {
+	cfg      *config
+	dc       *dirfeed.Config
+	objs     []*lintObject
+	files    map[string]*dirfeed.ManifestFile // by path relative to the folder
+	rel      map[string]string                // files key -> path shown
+	unserved []derive.UnservedName            // what the last derivation handed the naming words' seam
+}
+
+// read parses one file as the folder feed does, but with every namespace
+// and label, so that what the block's selection leaves out is said, not
+// silently missing. It returns false when the file has errors.
+func (l *lintBlockState) read(out *lintOut, dir, path string) bool {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		out.error(path, 0, err.Error())
+		return false
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		out.error(path, 0, err.Error())
+		return false
+	}
+	open := *l.dc
+	open.Namespaces, open.Selector = nil, nil
+	p, _ := dirfeed.ParseFile(path, raw, st.ModTime(), &open)
+	ok := true
+	for _, pr := range p.Problems {
+		if pr.UnknownKind {
+			continue // a whole application's folder holds Deployments, ConfigMaps...
+		}
+		out.error(path, pr.Line, pr.Msg)
+		ok = false
+	}
+	// Keys are made unique per file by its base name: here, per path.
+	r, _ := filepath.Rel(dir, path)
+	key := func(k string) string {
+		return "file:" + r + strings.TrimPrefix(k, "file:"+filepath.Base(path))
+	}
+	cfg := l.cfg
+	f := &dirfeed.ManifestFile{Mtime: st.ModTime(), Classes: p.Classes}
+	for _, s := range p.Slices {
+		if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, s.Namespace) {
+			f.Slices = append(f.Slices, s)
+		}
+	}
+	for _, g := range p.Gateways {
+		if len(cfg.namespaces) == 0 || slices.Contains(cfg.namespaces, g.Namespace) {
+			f.Gateways = append(f.Gateways, g)
+		}
+	}
+	for _, doc := range p.Docs {
+		o := doc.Obj
+		lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, doc.Line), kind: object.KindDNSEndpoint, namespace: o.Namespace, name: o.Name}
+		l.objs = append(l.objs, lo)
+		if why := lintSelected(cfg, o.Namespace, docLabels(doc.Text)); why != "" {
+			lo.notes = append(lo.notes, lintNote{"", derive.EventNameSkipped, why, ""})
+			continue
+		}
+		o.Key = key(o.Key)
+		lo.obj = o
+		for _, b := range doc.Bad {
+			reason := derive.EventInvalidEndpoint
+			if b.Reason == object.ReasonZone {
+				reason = derive.EventNameSkipped
+			}
+			lo.notes = append(lo.notes, lintNote{"", reason, b.Msg, ""})
+		}
+	}
+	for _, s := range p.Sources {
+		s.Key = key(s.Key)
+		if !cfg.serves(s.Kind) && !object.IsGslbKind(s.Kind) {
+			if lintSelected(cfg, s.Namespace, lintLabels(s.Obj)) == "" {
+				f.Sources = append(f.Sources, s) // read for the Gslbs that name it
+			}
+			continue
+		}
+		lo := &lintObject{pos: fmt.Sprintf("%s:%d", path, s.Line), kind: s.Kind, namespace: s.Namespace, name: s.Name}
+		if why := lintSelected(cfg, s.Namespace, lintLabels(s.Obj)); why != "" {
+			lo.notes = append(lo.notes, lintNote{"", derive.EventNameSkipped, why, ""})
+			l.objs = append(l.objs, lo)
+			continue
+		}
+		f.Sources = append(f.Sources, s)
+	}
+	l.files[r] = f
+	l.rel[r] = path
+	return ok
+}
+
+// derive derives the cluster's kinds of every file read, as the folder
+// feed does, and notes what of each is not served and why.
+func (l *lintBlockState) derive() {
+	cfg, dc := l.cfg, l.dc
+	w := dirfeed.NewDirWorld(l.files)
+	for _, r := range dirfeed.SortedKeys(l.files) {
+		f := l.files[r]
+		for i := range f.Sources {
+			s := &f.Sources[i]
+			if !cfg.serves(s.Kind) && !object.IsGslbKind(s.Kind) {
 				continue // read for the Gslbs that name it, serving nothing of its own
 			}
-			lo := &lintObject{pos: fmt.Sprintf("%s:%d", rel[r], s.line), kind: s.kind, namespace: s.namespace, name: s.name}
-			noted := len(w.noted)
-			unserved = unserved[:0]
-			decl := s.derive(cfg, w)
-			for _, n := range w.noted[noted:] {
+			lo := &lintObject{pos: fmt.Sprintf("%s:%d", l.rel[r], s.Line), kind: s.Kind, namespace: s.Namespace, name: s.Name}
+			noted := len(w.Noted)
+			l.unserved = l.unserved[:0]
+			decl := s.Derive(dc, w)
+			for _, n := range w.Noted[noted:] {
 				_, note, _ := strings.Cut(n, "\x00")
-				lo.notes = append(lo.notes, lintNote{"", EventReferenceRefused, note, ""})
+				lo.notes = append(lo.notes, lintNote{"", derive.EventReferenceRefused, note, ""})
 			}
-			if _, gslb := s.obj.(*gslbObject); !gslb {
-				for _, n := range skippedNames(s.kind, s.obj, decl, unserved, cfg, w) {
-					lo.notes = append(lo.notes, lintNote{name: n.name, reason: EventNameSkipped, msg: n.msg, k8sGateway: n.k8sGateway})
+			if _, gslb := s.Obj.(*object.GslbObject); !gslb {
+				for _, n := range derive.SkippedNames(s.Kind, s.Obj, decl, l.unserved, &dc.Options, w) {
+					lo.notes = append(lo.notes, lintNote{name: n.Name, reason: derive.EventNameSkipped, msg: n.Msg, k8sGateway: n.K8sGateway})
 				}
 			}
 			if decl == nil {
 				if len(lo.notes) > 0 { // else it names no host (a ClusterIP Service): nothing to say
-					objs = append(objs, lo)
+					l.objs = append(l.objs, lo)
 				}
 				continue
 			}
-			objs = append(objs, lo)
-			o, bad := decl.object(nil, cfg.zones, cfg.ttl)
-			o.Key = s.key
+			l.objs = append(l.objs, lo)
+			o, bad := decl.Object(nil, cfg.Zones, cfg.ttl)
+			o.Key = s.Key
 			lo.obj = o
-			for _, m := range decl.bad {
-				lo.notes = append(lo.notes, lintNote{"", EventInvalidEndpoint, m, ""})
+			for _, m := range decl.Bad {
+				lo.notes = append(lo.notes, lintNote{"", derive.EventInvalidEndpoint, m, ""})
 			}
 			for _, x := range bad {
-				if x.Reason != object.ReasonZone { // skippedNames said it
-					lo.notes = append(lo.notes, lintNote{"", EventInvalidEndpoint, x.Msg, ""})
+				if x.Reason != object.ReasonZone { // SkippedNames said it
+					lo.notes = append(lo.notes, lintNote{"", derive.EventInvalidEndpoint, x.Msg, ""})
 				}
 			}
 		}
 	}
+}
+
+// report merges what was read as the server's builder would, prints each
+// object with what it serves or why not, and the summary; it returns
+// LintServed or LintNotServed.
+func (l *lintBlockState) report(out *lintOut) int {
 	var built []*object.Object
-	for _, lo := range objs {
+	for _, lo := range l.objs {
 		if lo.obj != nil {
 			built = append(built, lo.obj)
 		}
 	}
-	snap, reports := lintMerge(cfg, built)
+	snap, reports := lintMerge(l.cfg, built)
 
-	slices.SortStableFunc(objs, func(x, y *lintObject) int { return lintComparePos(x.pos, y.pos) })
+	slices.SortStableFunc(l.objs, func(x, y *lintObject) int { return lintComparePos(x.pos, y.pos) })
 	code := LintServed
-	served, objects := 0, 0
-	for _, lo := range objs {
-		objects++
+	served := 0
+	for _, lo := range l.objs {
 		var names []lintServes
 		if lo.obj != nil {
 			lo.notes = append(lo.notes, lintServed(lo.obj, reports[lo.obj], snap, &names)...)
@@ -315,10 +347,7 @@ func lintBlockRun(out *lintOut, dir string, paths []string, cfg *config) int {
 		}
 		out.object(lo, names)
 	}
-	out.summary(objects, served, cfg.zones)
-	if bad {
-		return LintBad
-	}
+	out.summary(len(l.objs), served, l.cfg.Zones)
 	return code
 }
 
@@ -343,7 +372,7 @@ func lintMerge(cfg *config, objs []*object.Object) (*tree.Snapshot, map[*object.
 // lintSelected says why the block's namespaces and labels leave an object
 // out ("" when they select it).
 func lintSelected(cfg *config, ns string, labels map[string]string) string {
-	if cfg.selects(ns, labels) {
+	if cfg.dirConfig().Selects(ns, labels) {
 		return ""
 	}
 	if len(cfg.namespaces) > 0 && !slices.Contains(cfg.namespaces, ns) {
@@ -408,7 +437,7 @@ func lintServed(o *object.Object, reports []lintNote, snap *tree.Snapshot, names
 					if ep.Type == dns.TypeCNAME {
 						msg = fmt.Sprintf("CNAME at %s skipped: other data or another CNAME at the same name (RFC 1034 §3.6.2)", name)
 					}
-					notes = append(notes, lintNote{name, EventNameRefused, msg, ""})
+					notes = append(notes, lintNote{name, derive.EventNameRefused, msg, ""})
 				}
 				continue
 			}

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	corev1 "k8s.io/api/core/v1"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
 )
 
 // lintRun writes the Corefile and the files into a new folder, lints and
@@ -250,7 +248,7 @@ spec: {clusterIP: None}
 `
 
 // TestLintK8sGatewayNames: without the naming words, each name k8s_gateway
-// would serve is listed with k8sgateway.go's reason and its advice, and the
+// would serve is listed with derive/names.go's reason and its advice, and the
 // lint exits 1; with them, the same names are served and it exits 0. The
 // coredns.io/hostname hosts are not said skipped once hostname_annotation
 // reads the annotation.
@@ -265,8 +263,8 @@ func TestLintK8sGatewayNames(t *testing.T) {
 	}
 	wantLines(t, out,
 		"gw.yaml:1: Service web/annotated: serves nothing",
-		"gw.yaml:1: Service web/annotated: NameSkipped: api.example.org. (k8s_gateway_annotation): "+unservedHelp[reasonK8sGatewayAnnotation],
-		"gw.yaml:1: Service web/annotated: NameSkipped: shop.example.org. (k8s_gateway_annotation): "+unservedHelp[reasonK8sGatewayAnnotation],
+		"gw.yaml:1: Service web/annotated: NameSkipped: api.example.org. (k8s_gateway_annotation): "+derive.UnservedHelp[derive.ReasonK8sGatewayAnnotation],
+		"gw.yaml:1: Service web/annotated: NameSkipped: shop.example.org. (k8s_gateway_annotation): "+derive.UnservedHelp[derive.ReasonK8sGatewayAnnotation],
 		"gw.yaml:7: Service web/plain: serves nothing",
 		"gw.yaml:7: Service web/plain: NameSkipped: plain.web.example.org. (k8s_gateway_service_name): k8s_gateway NAME.NAMESPACE name of a LoadBalancer Service; enable with `service_names`",
 		"gw.yaml:13: Ingress web/rel: serves nothing",
@@ -297,11 +295,11 @@ func TestLintK8sGatewayNames(t *testing.T) {
 		if code != LintNotServed {
 			t.Errorf("resolve-endpoints: exit %d, want %d:\n%s", code, LintNotServed, out)
 		}
-		wantLines(t, out, "pods.yaml:1: Service web/pods: NameSkipped: pods.web.example.org. (k8s_gateway_resolve_endpoints): "+unservedHelp[reasonK8sGatewayEndpoints])
+		wantLines(t, out, "pods.yaml:1: Service web/pods: NameSkipped: pods.web.example.org. (k8s_gateway_resolve_endpoints): "+derive.UnservedHelp[derive.ReasonK8sGatewayEndpoints])
 	}
 }
 
-// TestLintK8sGatewayNamesAsJSON: the JSON line carries k8sgateway.go's
+// TestLintK8sGatewayNamesAsJSON: the JSON line carries derive/names.go's
 // reason apart, the label of coredns_k8scrd_unserved_names_total.
 func TestLintK8sGatewayNamesAsJSON(t *testing.T) {
 	dir := t.TempDir()
@@ -323,42 +321,5 @@ func TestLintK8sGatewayNamesAsJSON(t *testing.T) {
 	want := `"notServed":[{"name":"plain.web.example.org.","reason":"NameSkipped","message":"plain.web.example.org. (k8s_gateway_service_name): k8s_gateway NAME.NAMESPACE name of a LoadBalancer Service; enable with ` + "`service_names`" + `","k8sGateway":"k8s_gateway_service_name"}]`
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("no JSON line with %s:\n%s", want, out.String())
-	}
-}
-
-// TestDeriveReportedSaysAndStillCounts: the API feed's derivation hands the
-// names k8s_gateway would serve to the report (each with its reason and
-// advice; a LoadBalancer Service's NAME.NAMESPACE names are the lint's
-// alone, no Event, as most such Services are not meant for DNS) and still
-// logs and counts them once, as without the report.
-func TestDeriveReportedSaysAndStillCounts(t *testing.T) {
-	cfg := lbConfig()
-	before := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayServiceName))
-	svc := lbService(corev1.ServiceTypeLoadBalancer, nil, "ip:192.0.2.1")
-	svc.Name = "reported"
-	d, _, unserved := deriveReported(kindService, svc, cfg, &lbWorld{})
-	if d != nil {
-		t.Errorf("declared %+v without service_names", d)
-	}
-	if n := testutil.ToFloat64(unservedNames.WithLabelValues(reasonK8sGatewayServiceName)) - before; n != 2 {
-		t.Errorf("counted %v, want 2 (one name per zone)", n)
-	}
-	if cfg.names.unserved != nil {
-		t.Error("the block's config was given a collector")
-	}
-	notes := skippedNames(kindService, svc, d, unserved, cfg, &lbWorld{})
-	var got []string
-	for _, n := range notes {
-		if !n.lintOnly || n.k8sGateway != reasonK8sGatewayServiceName {
-			t.Errorf("note %+v: want a lint-only note with reason %s", n, reasonK8sGatewayServiceName)
-		}
-		got = append(got, n.msg)
-	}
-	want := []string{
-		"reported.web.example.org. (k8s_gateway_service_name): " + unservedHelp[reasonK8sGatewayServiceName],
-		"reported.web.shop.test. (k8s_gateway_service_name): " + unservedHelp[reasonK8sGatewayServiceName],
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("notes %q, want %q", got, want)
 	}
 }

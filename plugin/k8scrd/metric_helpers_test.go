@@ -1,10 +1,8 @@
 package k8scrd
 
 import (
-	"sync"
 	"testing"
 
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -44,56 +42,4 @@ func metricValue(t testing.TB, name string, labels ...string) float64 {
 		}
 	}
 	return 0
-}
-
-// recordingSink is a sink that keeps what a feed hands it, for the tests
-// of the feeds that run no builder.
-type recordingSink struct {
-	mu     sync.Mutex
-	held   map[string]*object.Object // what would be served now, by key
-	handed map[string]*object.Object // since the last take: key -> object, nil for a removal
-	done   bool                      // synced
-}
-
-func (r *recordingSink) upsert(o *object.Object) { r.set(o.Key, o) }
-func (r *recordingSink) remove(key string)       { r.set(key, nil) }
-func (r *recordingSink) removeAt(key string, _ uint64) {
-	r.set(key, nil)
-}
-func (r *recordingSink) synced()                                              { r.mu.Lock(); r.done = true; r.mu.Unlock() }
-func (r *recordingSink) report(*object.Object, string, string)                {}
-func (r *recordingSink) setReporter(func(o *object.Object, reason, m string)) {}
-
-func (r *recordingSink) set(key string, o *object.Object) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.held == nil {
-		r.held, r.handed = map[string]*object.Object{}, map[string]*object.Object{}
-	}
-	if o == nil {
-		delete(r.held, key)
-	} else {
-		r.held[key] = o
-	}
-	r.handed[key] = o
-}
-
-// take returns what was handed since the last take.
-func (r *recordingSink) take() map[string]*object.Object {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.handed
-	r.handed = map[string]*object.Object{}
-	if out == nil {
-		out = map[string]*object.Object{}
-	}
-	return out
-}
-
-// holds reports whether the object at key would be served.
-func (r *recordingSink) holds(key string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.held[key]
-	return ok
 }

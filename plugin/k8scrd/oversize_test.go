@@ -28,7 +28,7 @@ func TestRRsetThatFitsNoMessageIsRefused(t *testing.T) {
 	for i := range 250 {
 		fits = append(fits, fmt.Sprintf("10.0.%d.1", i))
 	}
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSize))
+	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonSize))
 	k, _ := newTestPlugin(t, "size.example.", "", map[string]string{"a.yaml": endpointManifest("a",
 		`{dnsName: big.size.example, recordType: TXT, targets: ["`+big+`"]}`,
 		`{dnsName: mixed.size.example, recordType: TXT, targets: ["`+big+`"]}`,
@@ -55,7 +55,7 @@ func TestRRsetThatFitsNoMessageIsRefused(t *testing.T) {
 			t.Errorf("%s %s: got %v, want %s with %d answers", c.name, dns.TypeToString[c.qtype], m, dns.RcodeToString[c.rcode], c.answers)
 		}
 	}
-	if got := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSize)) - before; got != 3 {
+	if got := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonSize)) - before; got != 3 {
 		t.Errorf("invalid_endpoints_total{reason=size} rose by %v, want 3", got)
 	}
 }

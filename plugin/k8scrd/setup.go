@@ -8,6 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kubefeed"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
@@ -17,7 +22,6 @@ import (
 	"github.com/fleetdns/fleetdns/internal/corefile"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/plugin/k8scrd/builder"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -28,50 +32,35 @@ func init() { plugin.Register("k8scrd", setup) }
 
 // config is the parsed Corefile stanza.
 type config struct {
-	zones      []string
-	kubeconfig string
-	context    string
-	directory  string
-	namespaces []string
-	labels     string
-	selector   labels.Selector // parsed labels, nil for everything
-	strict     bool
-	grants     builder.Grants // tenant lines: who may publish at or below which suffix
-	ttl        uint32
-	negTTL     uint32
-	mname      string
-	rname      string
+	derive.Options // what the derivations read: zones, classes, naming words
+	kubeconfig     string
+	context        string
+	directory      string
+	namespaces     []string
+	labels         string
+	selector       labels.Selector // parsed labels, nil for everything
+	strict         bool
+	grants         builder.Grants // tenant lines: who may publish at or below which suffix
+	ttl            uint32
+	negTTL         uint32
+	mname          string
+	rname          string
 	// refresh, retry and expire are the SOA timers (`soa MNAME RNAME
 	// [REFRESH RETRY EXPIRE]`).
 	refresh, retry, expire uint32
 	// resources are the kinds served (`resources`; default DNSEndpoint).
 	resources []string
-	// ingressClasses and gatewayClasses filter Ingresses and routes by class
-	// (`ingress_class`, `gateway_class`); empty: every class.
-	ingressClasses []string
-	gatewayClasses []string
 	// resolvers resolve status host names (`resolver ADDRESS...`, host:port).
 	resolvers []string
-	// names are k8s_gateway's naming conventions (k8sgateway.go).
-	names nameConventions
 	// startupWait bounds how long start-up waits for the first sync, as the
 	// kubernetes plugin does; queries before the sync get SERVFAIL.
 	startupWait time.Duration
 }
 
-// selects reports whether an object in namespace ns with these labels is
-// served: the directory source's equivalent of the API's namespace and label selector.
-func (cfg *config) selects(ns string, l map[string]string) bool {
-	if len(cfg.namespaces) > 0 && !slices.Contains(cfg.namespaces, ns) {
-		return false
-	}
-	return cfg.selector == nil || cfg.selector.Matches(labels.Set(l))
-}
-
 // buildConfig is what the builder needs of the block.
 func (cfg *config) buildConfig() builder.Config {
 	return builder.Config{
-		Zones: cfg.zones, TTL: cfg.ttl, NegTTL: cfg.negTTL,
+		Zones: cfg.Zones, TTL: cfg.ttl, NegTTL: cfg.negTTL,
 		MName: cfg.mname, RName: cfg.rname, Refresh: cfg.refresh, Retry: cfg.retry, Expire: cfg.expire,
 		Strict: cfg.strict, Grants: cfg.grants, FileVersions: cfg.directory != "",
 	}
@@ -80,8 +69,25 @@ func (cfg *config) buildConfig() builder.Config {
 // serves reports whether kind is among the resources served.
 func (cfg *config) serves(kind string) bool { return slices.Contains(cfg.resources, kind) }
 
+// feedConfig is what the API feed needs of the block.
+func (cfg *config) feedConfig() *kubefeed.Config {
+	return &kubefeed.Config{
+		Options: cfg.Options, Kubeconfig: cfg.kubeconfig, Context: cfg.context,
+		Namespaces: cfg.namespaces, Labels: cfg.labels, Resources: cfg.resources,
+		Resolvers: cfg.resolvers, TTL: cfg.ttl,
+	}
+}
+
+// dirConfig is what the folder feed needs of the block.
+func (cfg *config) dirConfig() *dirfeed.Config {
+	return &dirfeed.Config{
+		Options: cfg.Options, Directory: cfg.directory, Namespaces: cfg.namespaces,
+		Selector: cfg.selector, Resources: cfg.resources, TTL: cfg.ttl,
+	}
+}
+
 func newConfig() *config {
-	return &config{ttl: 30, negTTL: 30, refresh: 7200, retry: 1800, expire: 86400, startupWait: 5 * time.Second, resources: []string{kindDNSEndpoint}}
+	return &config{ttl: 30, negTTL: 30, refresh: 7200, retry: 1800, expire: 86400, startupWait: 5 * time.Second, resources: []string{object.KindDNSEndpoint}}
 }
 
 func setup(c *caddy.Controller) error {
@@ -250,12 +256,12 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				}
 				cfg.resources = cfg.resources[:0]
 				for _, a := range args {
-					i := slices.IndexFunc(kinds, func(k string) bool { return strings.EqualFold(k, a) })
+					i := slices.IndexFunc(object.Kinds, func(k string) bool { return strings.EqualFold(k, a) })
 					if i < 0 {
-						return nil, c.Errf("resources %q: want some of %s", a, strings.Join(kinds, " "))
+						return nil, c.Errf("resources %q: want some of %s", a, strings.Join(object.Kinds, " "))
 					}
-					if !slices.Contains(cfg.resources, kinds[i]) {
-						cfg.resources = append(cfg.resources, kinds[i])
+					if !slices.Contains(cfg.resources, object.Kinds[i]) {
+						cfg.resources = append(cfg.resources, object.Kinds[i])
 					}
 				}
 			case "ingress_class", "gateway_class":
@@ -265,9 +271,9 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 					return nil, c.ArgErr()
 				}
 				if word == "ingress_class" {
-					cfg.ingressClasses = args
+					cfg.IngressClasses = args
 				} else {
-					cfg.gatewayClasses = args
+					cfg.GatewayClasses = args
 				}
 			case "resolver":
 				args := corefile.Args(c)
@@ -280,7 +286,7 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 				}
 				cfg.resolvers = servers
 			case "hostname_annotation", "service_names", "relative_hosts":
-				if err := parseNameConvention(c, &cfg.names); err != nil {
+				if err := parseNameConvention(c, &cfg.Names); err != nil {
 					return nil, err
 				}
 			case "fallthrough":
@@ -290,12 +296,12 @@ func parse(c *caddy.Controller) (*K8sCRD, error) {
 			}
 		}
 	}
-	cfg.zones = k.Zones
+	cfg.Zones = k.Zones
 	k.builder = builder.New(cfg.buildConfig(), &k.snap)
 	if cfg.directory != "" {
-		k.source = newDirectory(cfg, builderSink{k.builder})
+		k.source = dirfeed.New(cfg.dirConfig(), k.builder)
 	} else {
-		k.source = newKubernetes(cfg, builderSink{k.builder})
+		k.source = kubefeed.New(cfg.feedConfig(), k.builder)
 	}
 	return k, nil
 }
@@ -306,8 +312,8 @@ func errTwoSources(c *caddy.Controller) error {
 
 // source feeds objects to the builder until stopped.
 type source interface {
-	start() error
-	stop()
+	Start() error
+	Stop()
 }
 
 // start runs the builder and the source, then waits, bounded, for the first sync.
@@ -322,7 +328,7 @@ func (k *K8sCRD) start() error {
 	changed, cancel := k.subs.Subscribe()
 	defer cancel()
 	go k.builder.Run(k.stop)
-	if err := k.source.start(); err != nil {
+	if err := k.source.Start(); err != nil {
 		return plugin.Error("k8scrd", err)
 	}
 	deadline := time.NewTimer(k.cfg.startupWait)
@@ -343,10 +349,44 @@ func (k *K8sCRD) start() error {
 
 func (k *K8sCRD) shutdown() error {
 	k.started.Store(false)
-	k.source.stop()
+	k.source.Stop()
 	if k.stop != nil {
 		close(k.stop)
 		k.stop = nil
+	}
+	return nil
+}
+
+// parseNameConvention parses one of the words `hostname_annotation KEY...`,
+// `service_names` and `relative_hosts` at c's cursor into n.
+func parseNameConvention(c *caddy.Controller, n *derive.NameConventions) error {
+	switch word := c.Val(); word {
+	case "hostname_annotation":
+		args := corefile.Args(c)
+		if len(args) == 0 {
+			return c.ArgErr()
+		}
+		n.Annotations = n.Annotations[:0]
+		for _, a := range args {
+			if !slices.Contains(object.HostnameAnnotations, a) {
+				return c.Errf("hostname_annotation %q: want some of %s", a, strings.Join(object.HostnameAnnotations, " "))
+			}
+			if slices.Contains(n.Annotations, a) {
+				return c.Errf("hostname_annotation %q: named twice", a)
+			}
+			n.Annotations = append(n.Annotations, a)
+		}
+	case "service_names", "relative_hosts":
+		if corefile.NextArg(c) {
+			return c.ArgErr()
+		}
+		if word == "service_names" {
+			n.ServiceNames = true
+		} else {
+			n.RelativeHosts = true
+		}
+	default:
+		return c.Errf("unknown property %q", word)
 	}
 	return nil
 }

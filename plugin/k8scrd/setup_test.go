@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/kubefeed"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+
 	"github.com/coredns/caddy"
 )
 
@@ -32,7 +35,7 @@ func TestSetupParsesCorefile(t *testing.T) {
 	if !k.Fall.Through("a.example.net.") || k.Fall.Through("a.example.org.") {
 		t.Error("fallthrough should cover example.net only")
 	}
-	if _, ok := k.source.(*kubernetes); !ok {
+	if _, ok := k.source.(*kubefeed.Feed); !ok {
 		t.Errorf("source is %T, want the Kubernetes source", k.source)
 	}
 }
@@ -132,13 +135,13 @@ func TestSetupParsesSources(t *testing.T) {
 	if got := strings.Join(cfg.resources, " "); got != "DNSEndpoint Ingress Service HTTPRoute GRPCRoute TLSRoute" {
 		t.Errorf("resources = %q", got)
 	}
-	if strings.Join(cfg.ingressClasses, " ") != "nginx internal" || strings.Join(cfg.gatewayClasses, " ") != "eg" {
-		t.Errorf("classes = %v, %v", cfg.ingressClasses, cfg.gatewayClasses)
+	if strings.Join(cfg.IngressClasses, " ") != "nginx internal" || strings.Join(cfg.GatewayClasses, " ") != "eg" {
+		t.Errorf("classes = %v, %v", cfg.IngressClasses, cfg.GatewayClasses)
 	}
 	if got := strings.Join(cfg.resolvers, " "); got != "127.0.0.53:53 [::1]:5353" {
 		t.Errorf("resolvers = %q", got)
 	}
-	if d, err := parse(caddy.NewTestController("dns", "k8scrd")); err != nil || !reflect.DeepEqual(d.cfg.resources, []string{kindDNSEndpoint}) {
+	if d, err := parse(caddy.NewTestController("dns", "k8scrd")); err != nil || !reflect.DeepEqual(d.cfg.resources, []string{object.KindDNSEndpoint}) {
 		t.Errorf("default resources = %v (%v), want DNSEndpoint only", d.cfg.resources, err)
 	}
 }

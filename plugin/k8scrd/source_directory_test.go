@@ -11,9 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/dirfeed"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object/objecttest"
+
 	"github.com/coredns/caddy"
 	"github.com/fleetdns/fleetdns/internal/testkit"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -70,7 +75,7 @@ endpoints:
 // directoryOnly parses a block on a folder holding files and reads it once,
 // with the builder not running: what the directory hands the builder stays
 // in its queue, for handed to take.
-func directoryOnly(t *testing.T, body string, files map[string]string) (*directory, *recordingSink, string) {
+func directoryOnly(t *testing.T, body string, files map[string]string) (*dirfeed.Feed, *objecttest.Sink, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -81,16 +86,16 @@ func directoryOnly(t *testing.T, body string, files map[string]string) (*directo
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	d := k.source.(*directory)
-	rec := &recordingSink{}
-	d.b = rec
-	d.rescan()
+	d := k.source.(*dirfeed.Feed)
+	rec := &objecttest.Sink{}
+	d.B = rec
+	d.Rescan()
 	return d, rec, dir
 }
 
 // handed takes what the directory handed the builder since the last call:
 // key -> object, nil for a removal.
-func handed(b *recordingSink) map[string]*object.Object { return b.take() }
+func handed(b *objecttest.Sink) map[string]*object.Object { return b.Take() }
 
 // unready reports whether o holds endpoints at name and all of them are
 // marked unready (health withdraws them from localtargets and gslb).
@@ -141,8 +146,8 @@ func TestDirectoryDerivedUnreadyAndOnlyWhatChanged(t *testing.T) {
 			ingressYAML("blog", "blog.example.org", "blog", "192.0.2.11"),
 		"slice.yaml": sliceYAML("shop-1", "shop", true) + "---\n" + sliceYAML("blog-1", "blog", true),
 	})
-	shopKey := "file:ingress.yaml#" + sourceKey(kindIngress, "web", "shop")
-	blogKey := "file:ingress.yaml#" + sourceKey(kindIngress, "web", "blog")
+	shopKey := "file:ingress.yaml#" + derive.SourceKey(object.KindIngress, "web", "shop")
+	blogKey := "file:ingress.yaml#" + derive.SourceKey(object.KindIngress, "web", "blog")
 	got := handed(b)
 	if len(got) != 2 || got[shopKey] == nil || got[blogKey] == nil {
 		t.Fatalf("first read: want both Ingresses, got %v", keys(got))
@@ -153,7 +158,7 @@ func TestDirectoryDerivedUnreadyAndOnlyWhatChanged(t *testing.T) {
 
 	// shop's slice turns unready: only shop is handed over again, marked.
 	write(t, filepath.Join(dir, "slice.yaml"), sliceYAML("shop-1", "shop", false)+"---\n"+sliceYAML("blog-1", "blog", true))
-	d.load("slice.yaml")
+	d.Load("slice.yaml")
 	got = handed(b)
 	if len(got) != 1 || got[shopKey] == nil {
 		t.Fatalf("slice change: want only %s handed over, got %v", shopKey, keys(got))
@@ -167,19 +172,19 @@ func TestDirectoryDerivedUnreadyAndOnlyWhatChanged(t *testing.T) {
 
 	// A file that changes nothing derived (a comment) hands nothing over.
 	write(t, filepath.Join(dir, "slice.yaml"), "# health\n"+sliceYAML("shop-1", "shop", false)+"---\n"+sliceYAML("blog-1", "blog", true))
-	d.load("slice.yaml")
+	d.Load("slice.yaml")
 	if got = handed(b); len(got) != 0 {
 		t.Errorf("no derived change: want nothing handed over, got %v", keys(got))
 	}
 
 	// The slices' file removed: both lose their health; the Ingresses' file removed: both go.
 	os.Remove(filepath.Join(dir, "slice.yaml"))
-	d.load("slice.yaml")
+	d.Load("slice.yaml")
 	if got = handed(b); len(got) != 1 || got[blogKey] == nil {
 		t.Errorf("slices removed: want only blog handed over (shop was unready already), got %v", keys(got))
 	}
 	os.Remove(filepath.Join(dir, "ingress.yaml"))
-	d.load("ingress.yaml")
+	d.Load("ingress.yaml")
 	got = handed(b)
 	if o, ok := got[shopKey]; len(got) != 2 || !ok || o != nil || got[blogKey] != nil {
 		t.Errorf("Ingresses' file removed: want both removed, got %v", got)
@@ -221,7 +226,7 @@ func captureLog(t *testing.T) *syncBuffer {
 
 func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 	logs := captureLog(t)
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSource))
+	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonSource))
 	k, dir := newTestPlugin(t, "example.org", zoneBody+"\nresources Ingress", map[string]string{
 		"slice.yaml": sliceYAML("shop-1", "shop", true),
 		"ingress.yaml": ingressYAML("ok", "ok.example.org", "shop", "192.0.2.12") + "---\n" +
@@ -234,8 +239,8 @@ func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 	if !hasA(k, t, "ok.example.org.", "192.0.2.12")() {
 		t.Error("the other Ingress of the file not served")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
-		t.Errorf("invalidEndpoints{reason=source} rose by %v, want 1", d)
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
+		t.Errorf("object.InvalidEndpoints{reason=source} rose by %v, want 1", d)
 	}
 	// Derived again (another file changed): not logged again.
 	swaps := k.builder.Swaps()
@@ -253,43 +258,29 @@ func TestDirectoryBadAddressSkippedWithOneLogLine(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], want) {
 		t.Errorf("want one log line containing %q, got %q", want, lines)
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
-		t.Errorf("after a new derivation invalidEndpoints{reason=source} rose by %v, want still 1", d)
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonSource)) - before; d != 1 {
+		t.Errorf("after a new derivation object.InvalidEndpoints{reason=source} rose by %v, want still 1", d)
 	}
 }
 
 func TestDirectoryUnknownKindNamesWhatIsAccepted(t *testing.T) {
-	cfg := newConfig()
-	cfg.zones = []string{"example.org."}
 	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
 	raw := testkit.DNSEndpoint("ns", "x", nil, testkit.EP("x.example.org", "A", 0, "192.0.2.1")) + "---\n" + deployment
-	p, err := parseFile("/m/app.yaml", []byte(raw), mtime0, cfg)
-	if err == nil {
-		t.Fatal("a Deployment: want an error")
-	}
-	for _, want := range []string{"/m/app.yaml:", `kind "Deployment"`, "DNSEndpoint", "Ingress", "Service", "HTTPRoute", "GRPCRoute", "TLSRoute", "EndpointSlice", "IngressClass", "Gateway", "List"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
-		}
-	}
-	if len(p.docs) != 1 {
-		t.Errorf("the DNSEndpoint beside it: want it read, got %d documents", len(p.docs))
-	}
-
-	// The same through the handler: the error is counted, the DNSEndpoint served.
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode))
+	// The file's error is dirfeed's (TestUnknownKindNamesWhatIsAccepted);
+	// through the handler it is counted, the DNSEndpoint served.
+	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode))
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{"app.yaml": raw})
 	if !hasA(k, t, "x.example.org.", "192.0.2.1")() {
 		t.Error("DNSEndpoint beside a Deployment not served")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 1 {
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 1 {
 		t.Errorf("decode errors counted: %v, want 1", d)
 	}
 }
 
 func TestDirectoryKnownKindNotServedSkippedSilently(t *testing.T) {
 	logs := captureLog(t)
-	before := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode))
+	before := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode))
 	app := testkit.DNSEndpoint("web", "plain", nil, testkit.EP("plain.example.org", "A", 0, "192.0.2.1")) + "---\n" +
 		ingressYAML("shop", "shop.example.org", "shop", "192.0.2.10") + "---\n" +
 		sliceYAML("shop-1", "shop", true) + "---\n" +
@@ -302,7 +293,7 @@ func TestDirectoryKnownKindNotServedSkippedSilently(t *testing.T) {
 	if !isNXDOMAIN(k, t, "shop.example.org.")() {
 		t.Error("Ingress served although resources does not name it")
 	}
-	if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 0 {
+	if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(object.ReasonDecode)) - before; d != 0 {
 		t.Errorf("known kinds not served counted as decode errors: %v", d)
 	}
 	if strings.Contains(logs.String(), "app.yaml") {

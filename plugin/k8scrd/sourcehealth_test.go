@@ -9,10 +9,12 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/derive"
+	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
+
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/internal/testkit"
-	"github.com/fleetdns/fleetdns/plugin/k8scrd/object"
 	"github.com/miekg/dns"
 )
 
@@ -21,16 +23,16 @@ import (
 // addresses, made by (*declared).object as the sources make it.
 func derived(t *testing.T, k *K8sCRD, kind, name string, created time.Time, addrs []string, hosts ...any) *object.Object {
 	t.Helper()
-	d := &declared{kind: kind, namespace: "shop", name: name, uid: "uid-" + name, created: created}
+	d := &derive.Declared{Kind: kind, Namespace: "shop", Name: name, UID: "uid-" + name, Created: created}
 	for i := 0; i < len(hosts); i += 2 {
-		d.hosts = append(d.hosts, declaredHost{name: hosts[i].(string), ready: hosts[i+1].(bool)})
+		d.Hosts = append(d.Hosts, derive.DeclaredHost{Name: hosts[i].(string), Ready: hosts[i+1].(bool)})
 	}
-	slices.SortFunc(d.hosts, func(x, y declaredHost) int { return strings.Compare(x.name, y.name) })
+	slices.SortFunc(d.Hosts, func(x, y derive.DeclaredHost) int { return strings.Compare(x.Name, y.Name) })
 	for _, a := range addrs {
-		d.addrs = append(d.addrs, netip.MustParseAddr(a))
+		d.Addrs = append(d.Addrs, netip.MustParseAddr(a))
 	}
-	slices.SortFunc(d.addrs, netip.Addr.Compare)
-	o, bad := d.object(nil, k.cfg.zones, k.cfg.ttl)
+	slices.SortFunc(d.Addrs, netip.Addr.Compare)
+	o, bad := d.Object(nil, k.cfg.Zones, k.cfg.ttl)
 	if len(bad) > 0 {
 		t.Fatalf("%s %s: %v", kind, name, bad)
 	}
@@ -79,9 +81,9 @@ func TestSourceHealthWithdrawsOnlyFromReady(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
 	// The Ingress is unready at shop and mixed, ready at up; the Service
 	// (ready) shares 192.0.2.2 with it at shop.
-	ing := derived(t, k, kindIngress, "web", t0, []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"},
+	ing := derived(t, k, object.KindIngress, "web", t0, []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"},
 		"shop.example.org.", false, "mixed.example.org.", false, "up.example.org.", true, "down.example.org.", false)
-	svc := derived(t, k, kindService, "lb", t0.Add(time.Second), []string{"192.0.2.2", "192.0.2.3"}, "shop.example.org.", true)
+	svc := derived(t, k, object.KindService, "lb", t0.Add(time.Second), []string{"192.0.2.2", "192.0.2.3"}, "shop.example.org.", true)
 	k.builder.Upsert(ing)
 	k.builder.Upsert(svc)
 
@@ -107,7 +109,7 @@ func TestSourceHealthWithdrawsOnlyFromReady(t *testing.T) {
 	})
 
 	// The Ingress's backends become ready: nothing is withdrawn any more.
-	k.builder.Upsert(derived(t, k, kindIngress, "web", t0, []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"},
+	k.builder.Upsert(derived(t, k, object.KindIngress, "web", t0, []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"},
 		"shop.example.org.", true, "mixed.example.org.", true, "up.example.org.", true, "down.example.org.", true))
 	shop := hostState(t, k, "shop.example.org.", []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "2001:db8::1"}, []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "2001:db8::1"})
 	if shop.Withdrawn != nil {

@@ -106,7 +106,7 @@ func TestInvalidEndpointsSkippedRestServed(t *testing.T) {
 	reasons := []string{object.ReasonTarget, object.ReasonType, object.ReasonName, object.ReasonCNAMEs}
 	before := map[string]float64{}
 	for _, r := range reasons {
-		before[r] = testutil.ToFloat64(invalidEndpoints.WithLabelValues(r))
+		before[r] = testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(r))
 	}
 	k, _ := newTestPlugin(t, "example.org", zoneBody, map[string]string{
 		"a.yaml": testkit.DNSEndpoint("ns", "a", nil,
@@ -130,7 +130,7 @@ func TestInvalidEndpointsSkippedRestServed(t *testing.T) {
 	})
 	want := map[string]float64{object.ReasonTarget: 4, object.ReasonType: 1, object.ReasonName: 1, object.ReasonCNAMEs: 1}
 	for _, r := range reasons {
-		if d := testutil.ToFloat64(invalidEndpoints.WithLabelValues(r)) - before[r]; d != want[r] {
+		if d := testutil.ToFloat64(object.InvalidEndpoints.WithLabelValues(r)) - before[r]; d != want[r] {
 			t.Errorf("invalid endpoints, reason %s: %v, want %v", r, d, want[r])
 		}
 	}

@@ -16,3 +16,12 @@ var InvalidEndpoints = promauto.NewCounterVec(prometheus.CounterOpts{
 	Name:      "invalid_endpoints_total",
 	Help:      "Endpoints (or whole manifests, reason decode) skipped because they cannot be served, by reason.",
 }, []string{"reason"})
+
+// SyncErrors counts the errors of the feeds reading their source, by
+// source ("kubernetes", "directory").
+var SyncErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+	Namespace: plugin.Namespace,
+	Subsystem: "k8scrd",
+	Name:      "sync_errors_total",
+	Help:      "Errors reading the source: failed list/watch calls to the API server, unreadable files.",
+}, []string{"source"})

@@ -48,7 +48,7 @@ type Endpoint struct {
 type EndpointExtra struct {
 	Props  endpoint.ProviderSpecific
 	Labels endpoint.Labels
-	// unready: health from EndpointSlices withdraws these targets from
+	// Unready: health from EndpointSlices withdraws these targets from
 	// localtargets- and gslb answers; the zone's own answers keep them.
 	Unready bool
 }
@@ -62,11 +62,11 @@ type Object struct {
 	UID       string    // the API object's, for Events; "" from the directory
 	Created   time.Time // creationTimestamp: the tenancy order
 	Changed   time.Time // when the object last changed, for the propagation delay metric
-	// version orders the object's writes for the SOA serial: the API's
+	// Version orders the object's writes for the SOA serial: the API's
 	// resourceVersion (an etcd revision), or the file time from a directory.
 	Version  uint64
 	Verbatim bool
-	// soa is an SOA endpoint given at a zone apex (the directory's data
+	// SOA is an SOA endpoint given at a zone apex (the directory's data
 	// only): its serial is the zone's, as a zone file's is.
 	SOA *dns.SOA
 	// eps are the valid endpoints in one allocation, sorted by name (in the
