@@ -87,15 +87,27 @@ unit:
 # renamed test stays in it; finding none fails.
 timing:
 	@pattern=$$($(GO) run ./scripts/timingtests plugin internal) && echo "timing: -run '$$pattern'" && \
-		$(GO) test -count=1 -run "$$pattern" ./plugin/... ./internal/...
+		$(GO) test -count=1 -run "$$pattern" $(TIMING_BENCH) ./plugin/... ./internal/...
 
 # e2e: real processes, real sockets, a real kube-apiserver; no -race so that
 # timing-sensitive tests do not flake on two cores. scripts/e2e.sh runs them
 # in a network namespace with only loopback (FLEETDNS_NETNS=0: without).
+#
+# go test starts the packages in the order it is given them, two at a time
+# on two cores: E2E_FIRST, the longest (half a minute to three each in CI), go first so
+# that none of them starts last and runs alone; ./test/... adds the rest,
+# each once.
+E2E_FIRST := ./test/k8scrd ./test/gslb ./test/deploy ./test/reliability ./test/dnssec ./test/hostile ./test/bounds ./test/splitdns
 e2e: build image
 	FLEETDNS_K8S_BIN=$$(scripts/test-deps.sh) FLEETDNS_COREDNS=$(CURDIR)/$(BIN) FLEETDNS_IMAGE=$(CURDIR)/$(IMAGE) FLEETDNS_REQUIRE_ALL=1 \
-		scripts/e2e.sh -count=1 -timeout 40m ./test/...
+		scripts/e2e.sh -count=1 -timeout 40m $(E2E_FIRST) ./test/...
 
+# In `make test` the plugins' Go benchmarks (once each, bench-smoke's second
+# half) run in timing's go test: one link of the plugins' test binaries
+# (links are not cached) serves both.
+BENCH_ONCE := -bench . -benchtime 1x
+test: TIMING_BENCH = $(BENCH_ONCE)
+test: BENCH_GO = no
 test: deps vet lint unit timing e2e bench-smoke
 
 # bench: every side-by-side comparison (about an hour; not in CI). Tables go
@@ -125,7 +137,7 @@ bench-compare:
 # benchmark code keeps working.
 bench-smoke: build
 	$(GO) run ./test/bench/runner -coredns $(CURDIR)/$(BIN) -records 1000 -rounds 1 -seconds 1 -resperf 20000 -ramp 2
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./plugin/...
+	$(if $(filter no,$(BENCH_GO)),,$(GO) test -run '^$$' $(BENCH_ONCE) ./plugin/...)
 
 # bench-instr: instructions per query (callgrind Ir) of k8scrd/file/hosts,
 # gslb/k8scrd and splitdns/forward, each server under valgrind (minutes;

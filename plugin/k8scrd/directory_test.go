@@ -1,7 +1,6 @@
 package k8scrd
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -159,10 +158,6 @@ func TestDirectoryConfigMapSymlinkSwap(t *testing.T) {
 	mk("..v2", "192.0.2.32")
 	testkit.Eventually(t, 5*time.Second, "configmap update served", hasA(k, t, "cm.example.org.", "192.0.2.32"))
 }
-
-var mtime0 = time.Unix(1700000000, 0)
-
-func fmtSscanf(s, format string, a ...any) (int, error) { return fmt.Sscanf(s, format, a...) }
 
 func TestDirectoryNamespacesAndLabelsFilter(t *testing.T) {
 	k, _ := newTestPlugin(t, "example.org", zoneBody+"\nnamespaces web edge\nlabels tier=public", map[string]string{

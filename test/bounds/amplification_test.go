@@ -3,7 +3,6 @@ package bounds_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,18 +13,6 @@ import (
 
 	"github.com/miekg/dns"
 )
-
-// writeFleetKey writes a fleet TSIG key where the shipped Corefile's
-// mounted Secret would be, and returns its path.
-func writeFleetKey(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "fleet.key")
-	key := "key \"fleet.gslb.example.com\" {\n\talgorithm hmac-sha256;\n\tsecret \"c2VjcmV0LW9mLXRoZS10ZXN0LWZsZWV0LWtleS0zMiE=\";\n};\n"
-	if err := os.WriteFile(p, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // localized makes the shipped GSLB Corefile run here: bound to ip, its
 // HTTP endpoints on loopback ports, k8scrd reading the test's API server.
@@ -39,7 +26,7 @@ func localized(t *testing.T, corefile, ip, kubeconfig string) (string, string) {
 		"    ready\n", "    ready "+harness.HostPort(t, ip)+"\n",
 		"    k8scrd gslb.example.com {\n", "    k8scrd gslb.example.com {\n       kubeconfig "+kubeconfig+"\n",
 		// Secret fleetdns-fleet-key, which the kubelet would mount.
-		"key /etc/fleetdns/fleet/fleet.key", "key "+writeFleetKey(t),
+		"key /etc/fleetdns/fleet/fleet.key", "key "+harness.FleetKeyFile(t),
 	)
 	out := r.Replace(corefile)
 	for _, want := range []string{"bind ", "prometheus " + metrics, "kubeconfig "} {

@@ -228,7 +228,7 @@ servers:
 	// One k8scrd reads team-a, the other every namespace: the grant is
 	// cluster-wide, and no RoleBinding is needed beside it.
 	if find(objs, "ClusterRoleBinding", "fleetdns:dns-fleetdns-gslb") == nil {
-		t.Errorf("a k8scrd without namespaces needs a ClusterRoleBinding; have %v", kindsOf(objs))
+		t.Errorf("a k8scrd without namespaces needs a ClusterRoleBinding; have %v", harness.KindsOf(objs))
 	}
 	if rb := find(objs, "RoleBinding", ""); rb != nil {
 		t.Errorf("RoleBinding %s/%s beside the cluster-wide grant", rb.GetNamespace(), rb.GetName())

@@ -89,7 +89,7 @@ func TestChartMatchesKustomize(t *testing.T) {
 			// The Corefile each Deployment mounts.
 			kc := corefileOf(t, kz, configMapOf(t, kd))
 			cc := corefileOf(t, ch, configMapOf(t, cd))
-			if a, b := normCorefile(kc), normCorefile(cc); a != b {
+			if a, b := harness.NormCorefile(kc), harness.NormCorefile(cc); a != b {
 				t.Errorf("Corefiles differ:\n--- %s\n%s\n--- chart\n%s", c.dir, a, b)
 			}
 
@@ -148,21 +148,6 @@ func corefileOf(t *testing.T, objs []*unstructured.Unstructured, name string) st
 	cm := mustFind(t, objs, "ConfigMap", name)
 	s, _, _ := unstructured.NestedString(cm.Object, "data", "Corefile")
 	return s
-}
-
-// normCorefile drops comments, blank lines and indentation, and collapses
-// spaces: what CoreDNS's parser sees.
-func normCorefile(s string) string {
-	var lines []string
-	for _, l := range strings.Split(s, "\n") {
-		if i := strings.Index(l, "#"); i >= 0 {
-			l = l[:i]
-		}
-		if l = strings.Join(strings.Fields(l), " "); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // grantsOf lists what the ServiceAccount may do, one "namespace group/resource

@@ -109,17 +109,9 @@ func mustFind(t *testing.T, objs []*unstructured.Unstructured, kind, name string
 	t.Helper()
 	o := find(objs, kind, name)
 	if o == nil {
-		t.Fatalf("no %s %q rendered; have %v", kind, name, kindsOf(objs))
+		t.Fatalf("no %s %q rendered; have %v", kind, name, harness.KindsOf(objs))
 	}
 	return o
-}
-
-func kindsOf(objs []*unstructured.Unstructured) []string {
-	var ks []string
-	for _, o := range objs {
-		ks = append(ks, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
-	}
-	return ks
 }
 
 // str reads a string at a path of fields.

@@ -51,12 +51,12 @@ func TestKustomizationsApplyServerSide(t *testing.T) {
 		t.Run(strings.ReplaceAll(c.dir, "/", "_"), func(t *testing.T) {
 			objs := k.Kustomize(t, c.dir)
 			have := map[string]bool{}
-			for _, s := range kindsOf(objs) {
+			for _, s := range harness.KindsOf(objs) {
 				have[s] = true
 			}
 			for _, w := range c.want {
 				if !have[w] {
-					t.Errorf("kubectl kustomize %s lacks %s; has %v", c.dir, w, kindsOf(objs))
+					t.Errorf("kubectl kustomize %s lacks %s; has %v", c.dir, w, harness.KindsOf(objs))
 				}
 			}
 			if c.dir == "deploy/multicluster/parent" {

@@ -102,7 +102,7 @@ func TestGSLBOverlayServesTheZone(t *testing.T) {
 		t.Errorf("_gslb-explain.app.gslb.example.com TXT from loopback: %v, want an explain record", r.Answer)
 	}
 
-	metrics := httpGet(t, eu.metricsURL)
+	metrics := harness.HTTPBody(t, eu.metricsURL)
 	for _, m := range []string{`coredns_gslb_parent_link{geotag="eu",zone="gslb.example.com."} 1`, `coredns_gslb_discovered_peers{zone="gslb.example.com."} 1`} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("metrics lack %s", m)
@@ -227,7 +227,7 @@ func TestGSLBTwoClustersFromTheOverlays(t *testing.T) {
 	follow("eu's app was scaled up again", euLB, time.Now())
 
 	for _, c := range []*gslbCluster{eu, us} {
-		m := httpGet(t, c.metricsURL)
+		m := harness.HTTPBody(t, c.metricsURL)
 		if want := `coredns_gslb_parent_link{geotag="` + c.tag + `",zone="gslb.example.com."} 1`; !strings.Contains(m, want) {
 			t.Errorf("cluster %s: metrics lack %s", c.tag, want)
 		}
@@ -248,9 +248,9 @@ func startParent(t *testing.T, root, euIP, usIP string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	data := substitute(t, string(delegation),
-		substitution{"203.0.113.10", euIP, noSuchAddr},
-		substitution{"198.51.100.10", usIP, noSuchAddr})
+	data := harness.Substitute(t, string(delegation),
+		harness.Substitution{Old: "203.0.113.10", New: euIP, Why: noSuchAddr},
+		harness.Substitution{Old: "198.51.100.10", New: usIP, Why: noSuchAddr})
 	if err := os.WriteFile(filepath.Join(dir, "delegation.yaml"), []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -305,13 +305,13 @@ func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP str
 
 	hp, rp, mp := harness.FreePort(t, ip), harness.FreePort(t, ip), harness.FreePort(t, ip)
 	const ports = "fixed ports on every interface would collide with the other tests on this machine"
-	cf := substitute(t, shipped,
-		substitution{"gslb.example.com:53 {", "gslb.example.com:53 {\n    bind " + ip, "the load balancer's public address cannot exist on the test machine: a loopback address stands in"},
-		substitution{"health {", "health " + fmtAddr(ip, hp) + " {", ports},
-		substitution{"\n    ready\n", "\n    ready " + fmtAddr(ip, rp) + "\n", ports},
-		substitution{"prometheus :9153", "prometheus " + fmtAddr(ip, mp), ports},
-		substitution{"peers_from_ns {$FLEETDNS_PARENT_NS} {", "peers_from_ns {$FLEETDNS_PARENT_NS} {\n              allow 127.0.0.0/8", "the parent stands in on loopback and so does its glue, which gslb refuses unless allowed"},
-		substitution{"key /etc/fleetdns/fleet/fleet.key", "key " + fleetKeyFile(t), "Secret fleetdns-fleet-key is mounted by the kubelet, which does not run here: the same key in a file stands in"},
+	cf := harness.Substitute(t, shipped,
+		harness.Substitution{Old: "gslb.example.com:53 {", New: "gslb.example.com:53 {\n    bind " + ip, Why: "the load balancer's public address cannot exist on the test machine: a loopback address stands in"},
+		harness.Substitution{Old: "health {", New: "health " + fmtAddr(ip, hp) + " {", Why: ports},
+		harness.Substitution{Old: "\n    ready\n", New: "\n    ready " + fmtAddr(ip, rp) + "\n", Why: ports},
+		harness.Substitution{Old: "prometheus :9153", New: "prometheus " + fmtAddr(ip, mp), Why: ports},
+		harness.Substitution{Old: "peers_from_ns {$FLEETDNS_PARENT_NS} {", New: "peers_from_ns {$FLEETDNS_PARENT_NS} {\n              allow 127.0.0.0/8", Why: "the parent stands in on loopback and so does its glue, which gslb refuses unless allowed"},
+		harness.Substitution{Old: "key /etc/fleetdns/fleet/fleet.key", New: "key " + harness.FleetKeyFile(t), Why: "Secret fleetdns-fleet-key is mounted by the kubelet, which does not run here: the same key in a file stands in"},
 	)
 	var envList []string
 	for key, v := range env {
@@ -322,24 +322,6 @@ func startGSLBCluster(t *testing.T, k *harness.Kube, root, tag, ip, parentIP str
 		t.Fatalf("cluster %s never ready: %v\n%s", tag, err, p.Log())
 	}
 	return &gslbCluster{tag: tag, addr: ip + ":53", metricsURL: "http://" + fmtAddr(ip, mp) + "/metrics", p: p, app: app}
-}
-
-// testFleetKey is the fleet's TSIG key of the tests (Secret
-// fleetdns-fleet-key in a cluster), the same for every cluster.
-const testFleetKey = `key "fleet.gslb.example.com" {
-	algorithm hmac-sha256;
-	secret "c2VjcmV0LW9mLXRoZS10ZXN0LWZsZWV0LWtleS0zMiE=";
-};
-`
-
-// fleetKeyFile writes testFleetKey and returns its path.
-func fleetKeyFile(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "fleet.key")
-	if err := os.WriteFile(p, []byte(testFleetKey), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // eventuallyA asks name A until the sorted answer is want (within, 15 s by

@@ -61,18 +61,18 @@ spec:
 	run := func(t *testing.T, corefile, serviceAccount string) string {
 		ip := harness.NewIP(t)
 		const ports = "fixed ports on every interface would collide with the other tests on this machine"
-		subs := []substitution{
-			{"cloud.example.com:5353 {", "cloud.example.com:5353 {\n    bind " + ip, "each test listens on a loopback address of its own"},
-			{"\n    health\n", "\n    health " + fmtAddr(ip, harness.FreePort(t, ip)) + "\n", ports},
-			{"\n    ready\n", "\n    ready " + fmtAddr(ip, harness.FreePort(t, ip)) + "\n", ports},
-			{"prometheus 0.0.0.0:9153", "prometheus " + fmtAddr(ip, harness.FreePort(t, ip)), ports},
+		subs := []harness.Substitution{
+			{Old: "cloud.example.com:5353 {", New: "cloud.example.com:5353 {\n    bind " + ip, Why: "each test listens on a loopback address of its own"},
+			{Old: "\n    health\n", New: "\n    health " + fmtAddr(ip, harness.FreePort(t, ip)) + "\n", Why: ports},
+			{Old: "\n    ready\n", New: "\n    ready " + fmtAddr(ip, harness.FreePort(t, ip)) + "\n", Why: ports},
+			{Old: "prometheus 0.0.0.0:9153", New: "prometheus " + fmtAddr(ip, harness.FreePort(t, ip)), Why: ports},
 		}
 		if strings.Contains(corefile, "peers_from_ns 192.0.2.53") {
 			// A parent server that does not answer: no peers are found, and
 			// the last good (empty) set is kept.
-			subs = append(subs, substitution{"peers_from_ns 192.0.2.53", "peers_from_ns " + harness.NewIP(t), "the parent zone's server cannot exist on the test machine: a silent loopback address stands in"})
+			subs = append(subs, harness.Substitution{Old: "peers_from_ns 192.0.2.53", New: "peers_from_ns " + harness.NewIP(t), Why: "the parent zone's server cannot exist on the test machine: a silent loopback address stands in"})
 		}
-		cf := substitute(t, corefile, subs...)
+		cf := harness.Substitute(t, corefile, subs...)
 		p := startInCluster(t, k, "k8gb", serviceAccount, cf)
 		addr := ip + ":5353"
 		if err := waitDNS(p, addr, 60*time.Second); err != nil {

@@ -56,11 +56,3 @@ func applyAsUsers(t *testing.T, k *harness.Kube, objs []*unstructured.Unstructur
 	kubectlApply(t, k, stored, extra...)
 	kubectlApply(t, k, dry, append(extra, "--dry-run=server")...)
 }
-
-func kindsOf(objs []*unstructured.Unstructured) []string {
-	var ks []string
-	for _, o := range objs {
-		ks = append(ks, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
-	}
-	return ks
-}

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -218,19 +217,19 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 		hp, rp, mp := harness.FreePort(t, ip), harness.FreePort(t, ip), harness.FreePort(t, ip)
 		dir := t.TempDir()
 		kubednsDir := filepath.Join(dir, "kube-dns")
-		writeConfigMapFolder(t, k, "kube-system", "kube-dns", kubednsDir)
+		k.ConfigMapFolder(t, "kube-system", "kube-dns", kubednsDir)
 		resolv := filepath.Join(dir, "resolv.conf")
 		if err := os.WriteFile(resolv, []byte("nameserver "+node.ips[0]+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		const ports = "fixed ports on every interface would collide with the other tests on this machine"
-		cf := substitute(t, shipped,
-			substitution{".:53 {", ".:53 {\n    bind " + ip, "port 53 on every interface is shared on the test machine: each test listens on a loopback address of its own"},
-			substitution{"health {", "health " + fmtAddr(ip, hp) + " {", ports},
-			substitution{"\n    ready\n", "\n    ready " + fmtAddr(ip, rp) + "\n", ports},
-			substitution{"prometheus :9153", "prometheus " + fmtAddr(ip, mp), ports},
-			substitution{"kubedns /etc/kube-dns", "kubedns " + kubednsDir, "the pod's mount of ConfigMap kube-dns: the same ConfigMap's files, written from the API server"},
-			substitution{"resolv /etc/resolv.conf", "resolv " + resolv, "the node's resolvers cannot be reached from the test machine: a real upstream on loopback stands in"},
+		cf := harness.Substitute(t, shipped,
+			harness.Substitution{Old: ".:53 {", New: ".:53 {\n    bind " + ip, Why: "port 53 on every interface is shared on the test machine: each test listens on a loopback address of its own"},
+			harness.Substitution{Old: "health {", New: "health " + fmtAddr(ip, hp) + " {", Why: ports},
+			harness.Substitution{Old: "\n    ready\n", New: "\n    ready " + fmtAddr(ip, rp) + "\n", Why: ports},
+			harness.Substitution{Old: "prometheus :9153", New: "prometheus " + fmtAddr(ip, mp), Why: ports},
+			harness.Substitution{Old: "kubedns /etc/kube-dns", New: "kubedns " + kubednsDir, Why: "the pod's mount of ConfigMap kube-dns: the same ConfigMap's files, written from the API server"},
+			harness.Substitution{Old: "resolv /etc/resolv.conf", New: "resolv " + resolv, Why: "the node's resolvers cannot be reached from the test machine: a real upstream on loopback stands in"},
 		)
 		p = startInCluster(t, k, "kube-system", "coredns", cf)
 		return p, ip + ":53", "http://" + fmtAddr(ip, rp) + "/ready", "http://" + fmtAddr(ip, mp) + "/metrics"
@@ -278,7 +277,7 @@ func TestKubeSystemDropInReplacesStock(t *testing.T) {
 			t.Errorf("nothere.apps.internal: rcode %s, authority %v; want NXDOMAIN with the zone's SOA", dns.RcodeToString[r.Rcode], r.Ns)
 		}
 
-		body := httpGet(t, metricsURL)
+		body := harness.HTTPBody(t, metricsURL)
 		for _, m := range []string{"coredns_k8scrd_", "coredns_splitdns_", "coredns_dns_requests_total"} {
 			if !strings.Contains(body, m) {
 				t.Errorf("metrics on the prometheus port lack %s", m)
@@ -423,26 +422,6 @@ func applyKubeDNSConfigMap(t *testing.T, k *harness.Kube, stubDomains string) {
 	}
 }
 
-// writeConfigMapFolder writes a ConfigMap's data as files into dir, as
-// kubelet does for a configMap volume.
-func writeConfigMapFolder(t *testing.T, k *harness.Kube, ns, name, dir string) {
-	t.Helper()
-	var cm struct {
-		Data map[string]string `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(k.Kubectl(t, "-n", ns, "get", "configmap", name, "-o", "json")), &cm); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for key, v := range cm.Data {
-		if err := os.WriteFile(filepath.Join(dir, key), []byte(v), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func waitHTTP(p *harness.Process, url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
@@ -475,16 +454,4 @@ func httpStatus(url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }

@@ -31,13 +31,13 @@ func TestSidecarCorefileRoutesAsShipped(t *testing.T) {
 	ip := harness.NewIP(t)
 	healthPort, readyPort := harness.FreePort(t, ip), harness.FreePort(t, ip)
 	const unreachable = "the pod network's addresses do not exist on the test machine: a real upstream on loopback stands in"
-	cf := substitute(t, shipped,
-		substitution{"bind 127.0.0.1", "bind " + ip, "127.0.0.1:53 is the pod's own loopback; on the shared test machine each test has its own loopback address"},
-		substitution{"health :8054", "health " + fmtAddr(ip, healthPort), "a fixed port on every interface could collide with parallel tests"},
-		substitution{"ready :8055", "ready " + fmtAddr(ip, readyPort), "a fixed port on every interface could collide with parallel tests"},
-		substitution{"10.20.0.53 10.20.0.54", acme.ips[0] + " " + acme.ips[1], unreachable},
-		substitution{"10.20.1.53", svc.ips[0], unreachable},
-		substitution{"10.96.0.10", cluster.ips[0], "the kube-dns Service address: " + unreachable},
+	cf := harness.Substitute(t, shipped,
+		harness.Substitution{Old: "bind 127.0.0.1", New: "bind " + ip, Why: "127.0.0.1:53 is the pod's own loopback; on the shared test machine each test has its own loopback address"},
+		harness.Substitution{Old: "health :8054", New: "health " + fmtAddr(ip, healthPort), Why: "a fixed port on every interface could collide with parallel tests"},
+		harness.Substitution{Old: "ready :8055", New: "ready " + fmtAddr(ip, readyPort), Why: "a fixed port on every interface could collide with parallel tests"},
+		harness.Substitution{Old: "10.20.0.53 10.20.0.54", New: acme.ips[0] + " " + acme.ips[1], Why: unreachable},
+		harness.Substitution{Old: "10.20.1.53", New: svc.ips[0], Why: unreachable},
+		harness.Substitution{Old: "10.96.0.10", New: cluster.ips[0], Why: "the kube-dns Service address: " + unreachable},
 	)
 	readyURL := "http://" + fmtAddr(ip, readyPort) + "/ready"
 	srv := harness.StartCoreDNS(t, cf, harness.WithDNSAddr(ip+":53"), harness.WithReadyURL(readyURL))
@@ -87,13 +87,13 @@ func TestSidecarRefusesThePodsResolvConfAsCatchAll(t *testing.T) {
 	if err := os.WriteFile(podResolv, []byte("search sidecar-example.svc.cluster.local svc.cluster.local cluster.local\nnameserver "+ip+"\noptions ndots:5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cf := substitute(t, shipped,
-		substitution{"bind 127.0.0.1", "bind " + ip, "the pod's loopback: each test has a loopback address of its own"},
-		substitution{"health :8054", "health " + fmtAddr(ip, harness.FreePort(t, ip)), "fixed ports could collide with parallel tests"},
-		substitution{"ready :8055", "ready " + fmtAddr(ip, harness.FreePort(t, ip)), "fixed ports could collide with parallel tests"},
-		substitution{"10.20.0.53 10.20.0.54", "192.0.2.1", "unused here"},
-		substitution{"10.20.1.53", "192.0.2.2", "unused here"},
-		substitution{"default 10.96.0.10", "resolv " + podResolv, "the mistake under test: the catch-all read from the pod's own resolv.conf"},
+	cf := harness.Substitute(t, shipped,
+		harness.Substitution{Old: "bind 127.0.0.1", New: "bind " + ip, Why: "the pod's loopback: each test has a loopback address of its own"},
+		harness.Substitution{Old: "health :8054", New: "health " + fmtAddr(ip, harness.FreePort(t, ip)), Why: "fixed ports could collide with parallel tests"},
+		harness.Substitution{Old: "ready :8055", New: "ready " + fmtAddr(ip, harness.FreePort(t, ip)), Why: "fixed ports could collide with parallel tests"},
+		harness.Substitution{Old: "10.20.0.53 10.20.0.54", New: "192.0.2.1", Why: "unused here"},
+		harness.Substitution{Old: "10.20.1.53", New: "192.0.2.2", Why: "unused here"},
+		harness.Substitution{Old: "default 10.96.0.10", New: "resolv " + podResolv, Why: "the mistake under test: the catch-all read from the pod's own resolv.conf"},
 	)
 	srv := harness.StartCoreDNS(t, cf, harness.WithoutWait())
 	select {

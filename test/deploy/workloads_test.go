@@ -35,7 +35,7 @@ func findObject[T any](t *testing.T, objs []*unstructured.Unstructured, kind, na
 			return v
 		}
 	}
-	t.Fatalf("no %s %s among %v", kind, name, kindsOf(objs))
+	t.Fatalf("no %s %s among %v", kind, name, harness.KindsOf(objs))
 	return nil
 }
 

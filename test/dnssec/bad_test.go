@@ -25,7 +25,7 @@ func testExpired(t *testing.T, f *fleet) {
 		t.Fatalf("a validator 9 days ahead: %v %v, want SERVFAIL (signatures expired)", m, err)
 	}
 	if !u.WaitLog("expired", 5*time.Second) {
-		t.Errorf("Unbound's log does not say why:\n%s", tail(u.Log(), 20))
+		t.Errorf("Unbound's log does not say why:\n%s", harness.TailLines(u.Log(), 20))
 	}
 	for _, l := range strings.Split(u.Log(), "\n") {
 		if strings.Contains(l, "expired") {
@@ -66,5 +66,5 @@ func TestKeyFileThatDoesNotParse(t *testing.T) {
 	if c.ExitErr() == nil || !strings.Contains(log, "plugin/dnssec") {
 		t.Errorf("exit %v; want a start-up error naming plugin/dnssec:\n%s", c.ExitErr(), log)
 	}
-	t.Logf("what the operator sees: %s", strings.TrimSpace(tail(log, 1)))
+	t.Logf("what the operator sees: %s", strings.TrimSpace(harness.TailLines(log, 1)))
 }

@@ -101,8 +101,6 @@ type cluster struct {
 	*harness.CoreDNS
 }
 
-type substitution struct{ old, new, why string }
-
 // localize makes a shipped GSLB Corefile run here, each substitution
 // required to apply: bound to ip, its HTTP endpoints on loopback ports,
 // k8scrd reading namespace ns of the test's API server (one namespace a
@@ -112,39 +110,22 @@ type substitution struct{ old, new, why string }
 func localize(t *testing.T, corefile, ip, ns, kubeconfig string, keys string, ready string) (string, string) {
 	t.Helper()
 	metrics := harness.HostPort(t, ip)
-	subs := []substitution{
-		{"gslb.example.com:53 {\n", "gslb.example.com:53 {\n    bind " + ip + "\n", "the load balancer's address: a loopback address stands in"},
-		{"prometheus :9153", "prometheus " + metrics, "fixed ports would collide with other tests"},
-		{"    health {", "    health " + harness.HostPort(t, ip) + " {", "fixed ports would collide with other tests"},
-		{"    ready\n", "    ready " + ready + "\n", "fixed ports would collide with other tests"},
-		{"k8scrd gslb.example.com {\n", "k8scrd gslb.example.com {\n       kubeconfig " + kubeconfig + "\n", "the API server is the test's"},
-		{"namespaces fleetdns", "namespaces " + ns, "one API server stands in for each cluster's own"},
-		{"tenant fleetdns gslb.example.com", "tenant " + ns + " gslb.example.com", "one API server stands in for each cluster's own"},
-		{"key /etc/fleetdns/fleet/fleet.key", "key " + fleetKeyFile(t), "Secret fleetdns-fleet-key, mounted by the kubelet"},
-		{"/etc/fleetdns/dnssec/", keys + "/", "Secret fleetdns-dnssec-keys, mounted by the kubelet"},
-		{"peers_from_ns {$FLEETDNS_PARENT_NS} {", "peers_from_ns {$FLEETDNS_PARENT_NS} {\n              allow 127.0.0.0/8", "the parent's glue is loopback here"},
+	subs := []harness.Substitution{
+		{Old: "gslb.example.com:53 {\n", New: "gslb.example.com:53 {\n    bind " + ip + "\n", Why: "the load balancer's address: a loopback address stands in"},
+		{Old: "prometheus :9153", New: "prometheus " + metrics, Why: "fixed ports would collide with other tests"},
+		{Old: "    health {", New: "    health " + harness.HostPort(t, ip) + " {", Why: "fixed ports would collide with other tests"},
+		{Old: "    ready\n", New: "    ready " + ready + "\n", Why: "fixed ports would collide with other tests"},
+		{Old: "k8scrd gslb.example.com {\n", New: "k8scrd gslb.example.com {\n       kubeconfig " + kubeconfig + "\n", Why: "the API server is the test's"},
+		{Old: "namespaces fleetdns", New: "namespaces " + ns, Why: "one API server stands in for each cluster's own"},
+		{Old: "tenant fleetdns gslb.example.com", New: "tenant " + ns + " gslb.example.com", Why: "one API server stands in for each cluster's own"},
+		{Old: "key /etc/fleetdns/fleet/fleet.key", New: "key " + harness.FleetKeyFile(t), Why: "Secret fleetdns-fleet-key, mounted by the kubelet"},
+		{Old: "peers_from_ns {$FLEETDNS_PARENT_NS} {", New: "peers_from_ns {$FLEETDNS_PARENT_NS} {\n              allow 127.0.0.0/8", Why: "the parent's glue is loopback here"},
 	}
-	for _, s := range subs {
-		if keys == "" && strings.HasPrefix(s.old, "/etc/fleetdns/dnssec") {
-			continue // an unsigned Corefile
-		}
-		if !strings.Contains(corefile, s.old) {
-			t.Fatalf("the shipped Corefile changed shape: no %q (substituted because %s):\n%s", s.old, s.why, corefile)
-		}
-		corefile = strings.ReplaceAll(corefile, s.old, s.new)
+	if keys != "" { // a signed Corefile
+		subs = append(subs, harness.Substitution{Old: "/etc/fleetdns/dnssec/", New: keys + "/", Why: "Secret fleetdns-dnssec-keys, mounted by the kubelet"})
 	}
+	corefile = harness.Substitute(t, corefile, subs...)
 	return corefile, "http://" + metrics + "/metrics"
-}
-
-const testFleetKey = "key \"fleet.gslb.example.com\" {\n\talgorithm hmac-sha256;\n\tsecret \"c2VjcmV0LW9mLXRoZS10ZXN0LWZsZWV0LWtleS0zMiE=\";\n};\n"
-
-func fleetKeyFile(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "fleet.key")
-	if err := os.WriteFile(p, []byte(testFleetKey), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // startCluster runs corefile (a shipped signed Corefile) as cluster tag on
@@ -226,7 +207,7 @@ func startUnbound(t *testing.T, anchor string, stub []string, stubs map[string]s
 	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.StartProcess(t, "unbound", harness.LookPath(t, "unbound"), []string{"-d", "-c", conf}, dir)
+	p := harness.StartProcess(t, "unbound", harness.LookPathOwn(t, "unbound"), []string{"-d", "-c", conf}, dir)
 	u := &unbound{addr: ip + ":53", Process: p}
 	testkit.Eventually(t, 10*time.Second, "unbound answers", func() (bool, string) {
 		_, err := harness.Ask(u.addr, "localhost.", dns.TypeA, harness.Timeout(500*time.Millisecond))
@@ -242,12 +223,12 @@ func validated(t *testing.T, u *unbound, what, name string, qtype uint16, want i
 	t.Helper()
 	m, err := harness.Ask(u.addr, name, qtype, harness.DO, harness.Timeout(5*time.Second), harness.Attempts(2))
 	if err != nil {
-		t.Errorf("%s: %s %s through Unbound (running: %v): %v\n%s", what, name, dns.TypeToString[qtype], u.Running(), err, tail(u.Log(), 5))
+		t.Errorf("%s: %s %s through Unbound (running: %v): %v\n%s", what, name, dns.TypeToString[qtype], u.Running(), err, harness.TailLines(u.Log(), 5))
 		return nil
 	}
 	if m.Rcode != want || m.AuthenticatedData != secure {
 		t.Errorf("%s: %s %s through Unbound: rcode %s AD=%v, want %s AD=%v\n%v\n--- unbound ---\n%s", what, name, dns.TypeToString[qtype],
-			dns.RcodeToString[m.Rcode], m.AuthenticatedData, dns.RcodeToString[want], secure, m, tail(u.Log(), 15))
+			dns.RcodeToString[m.Rcode], m.AuthenticatedData, dns.RcodeToString[want], secure, m, harness.TailLines(u.Log(), 15))
 	}
 	return m
 }
@@ -283,12 +264,4 @@ func delv(t *testing.T, anchor, server, name, qtype string) (string, string) {
 		}
 	}
 	return verdict, out
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -12,69 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/fleetdns/fleetdns/test/harness"
 	"github.com/miekg/dns"
 )
-
-// knotSigned serves zone text signed online by Knot (ECDSA P-256, a KSK
-// and a ZSK, NSEC) on ip, and returns its address and the DS of its KSK.
-func knotSigned(t *testing.T, ip, origin, text string) (string, string) {
-	t.Helper()
-	dir := t.TempDir()
-	conf := fmt.Sprintf(`server:
-    rundir: %q
-    listen: %s@53
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-log:
-  - target: stderr
-    any: warning
-database:
-    storage: %q
-policy:
-  - id: fleetdns-test
-    algorithm: ecdsap256sha256
-    nsec3: off
-template:
-  - id: default
-    storage: %q
-    semantic-checks: off
-    zonefile-sync: -1
-    zonefile-load: whole
-    journal-content: changes
-    dnssec-signing: on
-    dnssec-policy: fleetdns-test
-zone:
-  - domain: %q
-    file: zone
-`, dir, ip, dir, dir, origin)
-	if err := os.WriteFile(filepath.Join(dir, "zone"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cf := filepath.Join(dir, "knot.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	harness.StartProcess(t, "knotd", harness.LookPath(t, "knotd"), []string{"-c", cf}, dir)
-	addr := ip + ":53"
-	var ds string
-	testkit.Eventually(t, 20*time.Second, "Knot signs the zone", func() (bool, string) {
-		m, err := harness.Ask(addr, origin, dns.TypeDNSKEY, harness.DO, harness.NoRD, harness.Timeout(time.Second))
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, rr := range m.Answer {
-			if k, ok := rr.(*dns.DNSKEY); ok && k.Flags == 257 {
-				ds = strings.ReplaceAll(k.ToDS(dns.SHA256).String(), "\t", " ")
-				return true, ""
-			}
-		}
-		return false, fmt.Sprint(m)
-	})
-	return addr, ds
-}
 
 // dnsvizErrors probes zone at servers (name=address) as an analyst would
 // (dnsviz probe -A, the delegation and the DS given, as a parent would
@@ -159,7 +99,8 @@ func testJudges(t *testing.T, f *fleet) {
 		}
 	}
 	zf.WriteString("localtargets-app.gslb.example.com. IN A 198.18.1.1\n")
-	knot, knotDS := knotSigned(t, kip, zone, zf.String())
+	signed := harness.StartKnotWith(t, kip, map[string]string{zone: zf.String()}, harness.KnotConfig{Signing: harness.KnotECDSA})
+	knot, knotDS := signed.Addr, signed.DS[zone]
 	names := []string{"app." + zone, "nope." + zone, "static." + zone, "localtargets-app." + zone, "www.child." + zone}
 
 	got, gotRaw := dnsvizErrors(t, map[string]string{"gslb-ns-eu." + zone: f.eu.Addr, "gslb-ns-us." + zone: f.us.Addr}, f.keys.ds, names...)
@@ -177,7 +118,7 @@ func testJudges(t *testing.T, f *fleet) {
 		t.Logf("DNSViz with a wrong DS (control): %v", bad)
 	}
 	if t.Failed() {
-		t.Logf("DNSViz on the fleet:\n%s\nDNSViz on Knot:\n%s", tail(gotRaw, 200), tail(wantRaw, 80))
+		t.Logf("DNSViz on the fleet:\n%s\nDNSViz on Knot:\n%s", harness.TailLines(gotRaw, 200), harness.TailLines(wantRaw, 80))
 	} else {
 		t.Logf("DNSViz errors and warnings: fleet %v, Knot-signed copy %v", got, want)
 	}

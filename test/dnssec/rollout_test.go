@@ -1,6 +1,7 @@
 package dnssec_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -24,7 +25,7 @@ import (
 // endpoint is added (the new pod ready) or removed (the old pod
 // terminating), as the endpoints controller tells kube-proxy.
 type service struct {
-	addr, conf string
+	addr, conf, bin string
 	*harness.Process
 }
 
@@ -44,8 +45,8 @@ func startService(t *testing.T, replicas ...string) *service {
 	if err := os.WriteFile(conf, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bin := harness.LookPath(t, "dnsdist")
-	s := &service{addr: ip + ":53", conf: conf, Process: harness.StartProcess(t, "dnsdist", bin, []string{"--supervised", "--disable-syslog", "-C", conf}, dir)}
+	bin := harness.LookPathOwn(t, "dnsdist") // the console client too: not stopped by scripts/test-deps.sh
+	s := &service{addr: ip + ":53", conf: conf, bin: bin, Process: harness.StartProcess(t, "dnsdist", bin, []string{"--supervised", "--disable-syslog", "-C", conf}, dir)}
 	testkit.Eventually(t, 10*time.Second, "dnsdist answers", func() (bool, string) {
 		m, err := harness.Ask(s.addr, "static.gslb.example.com.", dns.TypeA, harness.Timeout(500*time.Millisecond))
 		return err == nil && m.Rcode == dns.RcodeSuccess, fmt.Sprint(m, err)
@@ -56,7 +57,11 @@ func startService(t *testing.T, replicas ...string) *service {
 // console runs a command in dnsdist's console.
 func (s *service) console(t *testing.T, cmd string) {
 	t.Helper()
-	run(t, "dnsdist", "-C", s.conf, "-c", "-e", cmd)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if out, err := harness.Run(ctx, s.bin, "-C", s.conf, "-c", "-e", cmd); err != nil {
+		t.Fatalf("dnsdist -c -e %s: %v\n%s", cmd, err, out)
+	}
 }
 
 func (s *service) add(t *testing.T, addr string) {

@@ -79,20 +79,6 @@ func componentObjects(t *testing.T, k *harness.Kube) []*unstructured.Unstructure
 	return objs
 }
 
-// normCorefile drops comments, blank lines and indentation: what CoreDNS's parser sees.
-func normCorefile(s string) string {
-	var lines []string
-	for _, l := range strings.Split(s, "\n") {
-		if i := strings.Index(l, "#"); i >= 0 {
-			l = l[:i]
-		}
-		if l = strings.Join(strings.Fields(l), " "); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
 // TestSignedShapes: deploy/gslb's dnssec component and the chart's
 // gslb.dnssec.keySecret render the same signed Corefile (deploy/gslb's,
 // with a dnssec block in front of localtargets), and both mount the key
@@ -110,12 +96,12 @@ func TestSignedShapes(t *testing.T) {
 		}
 	}
 	unsigned := harness.ShippedCorefile(t, "deploy/gslb/configmap.yaml", "fleetdns-gslb")
-	want := strings.Replace(normCorefile(unsigned), "\nlocaltargets gslb.example.com\n",
+	want := strings.Replace(harness.NormCorefile(unsigned), "\nlocaltargets gslb.example.com\n",
 		"\ndnssec gslb.example.com {\nkey file /etc/fleetdns/dnssec/ksk /etc/fleetdns/dnssec/zsk\ncache_capacity 10000\n}\nlocaltargets gslb.example.com\n", 1)
-	if got := normCorefile(kcf); got != want {
+	if got := harness.NormCorefile(kcf); got != want {
 		t.Errorf("deploy/gslb/dnssec's Corefile is not deploy/gslb's with the dnssec block:\n%s\n--- want\n%s", got, want)
 	}
-	if got := normCorefile(chartCorefile(t, ch)); got != want {
+	if got := harness.NormCorefile(chartCorefile(t, ch)); got != want {
 		t.Errorf("the chart's signed Corefile differs from deploy/gslb/dnssec's:\n%s\n--- want\n%s", got, want)
 	}
 	if strings.Contains(chartCorefile(t, helmTemplate(t, "--set", "mode=gslb")), "dnssec") {

@@ -24,7 +24,7 @@ type BIND struct {
 // until it answers the SOA of every origin.
 func StartBIND(t testing.TB, ip, conf string, files map[string]string, origins ...string) *BIND {
 	t.Helper()
-	bin := LookPath(t, "named")
+	own := LookPathOwn(t, "named") // not stopped by scripts/test-deps.sh
 	// named listens only on the addresses of its interfaces, not on any
 	// address that routes to loopback: give lo this one (the tests run as
 	// root in a network namespace of their own, scripts/e2e.sh).
@@ -67,13 +67,6 @@ logging {
 `, dir, filepath.Join(dir, "named.pid"), ip, conf)
 	cf := filepath.Join(dir, "named.conf")
 	if err := os.WriteFile(cf, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Run under a name of its own: scripts/test-deps.sh stops the named
-	// service that installing bind9 starts (pkill -x named), and must not
-	// stop a test's, as it would when run beside the tests (as StartKnot).
-	own := filepath.Join(dir, "fleetdns-named")
-	if err := os.Symlink(bin, own); err != nil {
 		t.Fatal(err)
 	}
 	b := &BIND{Addr: net.JoinHostPort(ip, "53"), Dir: dir}

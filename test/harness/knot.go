@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fleetdns/fleetdns/internal/testkit"
 	"github.com/miekg/dns"
 )
 
@@ -17,6 +19,9 @@ import (
 type Knot struct {
 	*Process
 	Addr string // "ip:53"
+	// DS holds, when KnotConfig.Signing is set, the DS (SHA-256) of each
+	// zone's KSK as a parent would publish it (origin -> record text).
+	DS map[string]string
 }
 
 // StartKnot starts knotd on a fresh loopback address with its own
@@ -43,13 +48,23 @@ type KnotConfig struct {
 	// Zone holds lines added to a zone's entry (origin -> lines, each
 	// indented by four spaces, e.g. "    acl: [eu]").
 	Zone map[string]string
+	// Signing, when set, has Knot sign every zone online under this
+	// policy: the lines of a Knot `policy:` entry besides its id, each
+	// indented by four spaces, e.g. KnotECDSA. The journal then keeps
+	// the signed changes, and StartKnotWith waits until every zone
+	// serves its KSK (Knot.DS).
+	Signing string
 }
+
+// KnotECDSA is a KnotConfig.Signing policy: ECDSA P-256, a KSK and a
+// ZSK, NSEC.
+const KnotECDSA = "    algorithm: ecdsap256sha256\n    nsec3: off\n"
 
 // StartKnotWith is StartKnotAt with cfg: keys, ACLs and per-zone settings,
 // e.g. for a zone that takes RFC 2136 UPDATEs.
 func StartKnotWith(t testing.TB, ip string, zones map[string]string, cfg KnotConfig) *Knot {
 	t.Helper()
-	bin := LookPath(t, "knotd")
+	own := LookPathOwn(t, "knotd") // not stopped by scripts/test-deps.sh
 	dir := t.TempDir()
 	var conf strings.Builder
 	fmt.Fprintf(&conf, `server:
@@ -63,14 +78,24 @@ log:
     any: warning
 database:
     storage: %q
-template:
+`, dir, ip, dir)
+	journal := "none"
+	if cfg.Signing != "" {
+		// A policy must stand before the template that names it.
+		fmt.Fprintf(&conf, "policy:\n  - id: fleetdns-test\n%s\n", strings.TrimRight(cfg.Signing, "\n"))
+		journal = "changes"
+	}
+	fmt.Fprintf(&conf, `template:
   - id: default
     storage: %q
     semantic-checks: off
     zonefile-sync: -1
     zonefile-load: whole
-    journal-content: none
-`, dir, ip, dir, dir)
+    journal-content: %s
+`, dir, journal)
+	if cfg.Signing != "" {
+		conf.WriteString("    dnssec-signing: on\n    dnssec-policy: fleetdns-test\n")
+	}
 	conf.WriteString(cfg.Sections)
 	conf.WriteString("\nzone:\n")
 	origins := make([]string, 0, len(zones))
@@ -99,16 +124,41 @@ template:
 	if err := os.WriteFile(cf, []byte(conf.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Run under a name of its own: scripts/test-deps.sh stops the knotd
-	// service that installing the package starts (pkill -x knotd), and
-	// must not stop a test's, as it would when run beside the tests.
-	own := filepath.Join(dir, "fleetdns-knotd")
-	if err := os.Symlink(bin, own); err != nil {
-		t.Fatal(err)
-	}
 	k := &Knot{Addr: net.JoinHostPort(ip, "53")}
 	k.Process = StartProcess(t, "knotd", own, []string{"-c", cf}, dir)
 	waitServing(t, k.Process, "knotd", k.Addr, origins)
-
+	if cfg.Signing != "" {
+		k.DS = make(map[string]string, len(origins))
+		for _, origin := range origins {
+			k.DS[origin] = k.waitKSK(t, origin)
+		}
+	}
 	return k
+}
+
+// waitKSK waits until Knot serves origin's DNSKEY set with a KSK (flags
+// 257), and returns the KSK's DS (SHA-256), tabs made spaces.
+func (k *Knot) waitKSK(t testing.TB, origin string) string {
+	t.Helper()
+	var ds string
+	msg, ok := testkit.Within(20*time.Second, func() (bool, string) {
+		if !k.Running() {
+			return false, fmt.Sprintf("knotd exited: %v", k.ExitErr())
+		}
+		m, err := Ask(k.Addr, origin, dns.TypeDNSKEY, DO, NoRD, Timeout(time.Second))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, rr := range m.Answer {
+			if key, ok := rr.(*dns.DNSKEY); ok && key.Flags == 257 {
+				ds = strings.ReplaceAll(key.ToDS(dns.SHA256).String(), "\t", " ")
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(m)
+	})
+	if !ok {
+		t.Fatalf("knotd does not sign %s: %s\n--- knotd log ---\n%s", origin, msg, k.Log())
+	}
+	return ds
 }

@@ -512,3 +512,12 @@ func (k *Kube) KubectlStdin(stdin string, args ...string) (string, error) {
 	defer cancel()
 	return RunStdin(ctx, stdin, filepath.Join(k.Bin, "kubectl"), append([]string{"--kubeconfig", k.Kubeconfig}, args...)...)
 }
+
+// KindsOf lists objs as kind/namespace/name, for a failure message.
+func KindsOf(objs []*unstructured.Unstructured) []string {
+	var ks []string
+	for _, o := range objs {
+		ks = append(ks, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
+	}
+	return ks
+}

@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/fleetdns/fleetdns/internal/testkit"
@@ -27,4 +29,18 @@ func LookPath(t testing.TB, name string) string {
 		Missing(t, "%s is not installed (scripts/test-deps.sh installs it)", name)
 	}
 	return p
+}
+
+// LookPathOwn is LookPath for a server the tests run, as a link named
+// fleetdns-NAME in a temp dir: scripts/test-deps.sh stops the packaged
+// daemons that installing them starts (pkill -x nsd, unbound, dnsdist,
+// named, knotd), and must not stop a test's, as it would when run beside
+// the tests.
+func LookPathOwn(t testing.TB, name string) string {
+	t.Helper()
+	own := filepath.Join(t.TempDir(), "fleetdns-"+name)
+	if err := os.Symlink(LookPath(t, name), own); err != nil {
+		t.Fatal(err)
+	}
+	return own
 }

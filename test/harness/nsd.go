@@ -27,7 +27,7 @@ type NSD struct {
 // clause (e.g. "minimal-responses: yes").
 func StartNSD(t testing.TB, zones map[string]string, extraServer ...string) *NSD {
 	t.Helper()
-	bin := LookPath(t, "nsd")
+	bin := LookPathOwn(t, "nsd") // not stopped by scripts/test-deps.sh
 	ip := NewIP(t)
 	dir := t.TempDir()
 	var conf strings.Builder

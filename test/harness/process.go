@@ -47,7 +47,7 @@ func StartProcess(t testing.TB, name, path string, args []string, dir string, en
 		t.Fatalf("%s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		p.Stop()
+		p.end(syscall.SIGTERM, endGrace, false)
 		if t.Failed() {
 			p.dump(t)
 		}
@@ -55,6 +55,13 @@ func StartProcess(t testing.TB, name, path string, args []string, dir string, en
 	})
 	return p
 }
+
+// endGrace is how long a process has to exit on SIGTERM once its test is
+// over, before SIGKILL. No test looks at a process after its end (checks
+// of its log are cleanups registered later, so they run before it stops),
+// and a shipped Corefile's health lameduck would otherwise hold every test
+// that runs one for 5 s a process.
+const endGrace = time.Second
 
 // logger is what a Process needs from its owner: a test, or for processes
 // shared by a whole test package (the API server), stderr.
@@ -241,7 +248,11 @@ func (p *Process) Stop() { p.stop(syscall.SIGTERM, 10*time.Second) }
 // Kill ends the process with SIGKILL at once (a crash, as seen from outside).
 func (p *Process) Kill() { p.stop(syscall.SIGKILL, 0) }
 
-func (p *Process) stop(sig syscall.Signal, grace time.Duration) {
+func (p *Process) stop(sig syscall.Signal, grace time.Duration) { p.end(sig, grace, true) }
+
+// end sends sig, waits up to grace for the exit, then kills the process
+// group; say logs that it had to.
+func (p *Process) end(sig syscall.Signal, grace time.Duration, say bool) {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
@@ -258,7 +269,9 @@ func (p *Process) stop(sig syscall.Signal, grace time.Duration) {
 		case <-done:
 			return
 		case <-time.After(grace):
-			p.t.Logf("%s: did not stop on %v within %v, killing", p.Name, sig, grace)
+			if say {
+				p.t.Logf("%s: did not stop on %v within %v, killing", p.Name, sig, grace)
+			}
 		}
 	}
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

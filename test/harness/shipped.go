@@ -44,3 +44,22 @@ func (k *Kube) ConfigMapFolder(t testing.TB, ns, name, dir string) {
 		}
 	}
 }
+
+// FleetKey is the fleet protocol's TSIG key of the tests (Secret
+// fleetdns-fleet-key in a cluster), the same for every cluster.
+const FleetKey = `key "fleet.gslb.example.com" {
+	algorithm hmac-sha256;
+	secret "c2VjcmV0LW9mLXRoZS10ZXN0LWZsZWV0LWtleS0zMiE=";
+};
+`
+
+// FleetKeyFile writes FleetKey into a file of the test's own, where a
+// shipped GSLB Corefile reads the mounted Secret, and returns its path.
+func FleetKeyFile(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fleet.key")
+	if err := os.WriteFile(p, []byte(FleetKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

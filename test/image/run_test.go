@@ -143,19 +143,9 @@ func checkBuildInfo(t *testing.T, ns string, labels map[string]string) {
 	core := fmt.Sprintf(`coredns_build_info{goversion="%s",revision="%s",version="1.15.0"} 1`, runtime.Version(), rev)
 	for _, want := range []string{fleet, core} {
 		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %s; build_info lines:\n%s", want, grepLines(string(body), "build_info{"))
+			t.Errorf("/metrics lacks %s; build_info lines:\n%s", want, harness.GrepLines(string(body), "build_info{"))
 		}
 	}
-}
-
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 var nsSeq atomic.Int32

@@ -59,16 +59,6 @@ func TestRecordThatFitsNoMessageIsRefusedAndTransferWorks(t *testing.T) {
 	}
 	metrics := harness.HTTPBody(t, srv.MetricsURL)
 	if !strings.Contains(metrics, `coredns_k8scrd_invalid_endpoints_total{reason="size"} 1`) {
-		t.Errorf("no invalid_endpoints_total{reason=\"size\"} 1 in /metrics:\n%s", grepLines(metrics, "invalid_endpoints"))
+		t.Errorf("no invalid_endpoints_total{reason=\"size\"} 1 in /metrics:\n%s", harness.GrepLines(metrics, "invalid_endpoints"))
 	}
-}
-
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

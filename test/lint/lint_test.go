@@ -234,18 +234,13 @@ spec:
 		took := time.Since(start)
 		t.Logf("coredns -lint: %d objects in %s", files*perFile, took.Round(time.Millisecond))
 		if code != 0 {
-			t.Errorf("exit %d, want 0:\n%s", code, tail(out, 20))
+			t.Errorf("exit %d, want 0:\n%s", code, harness.TailLines(out, 20))
 		}
 		if !strings.HasSuffix(out, "\n10000 objects, 10000 names served in example.org.\n") {
-			t.Errorf("want every name served, got:\n%s", tail(out, 5))
+			t.Errorf("want every name served, got:\n%s", harness.TailLines(out, 5))
 		}
 		if took > 5*time.Second {
 			t.Errorf("10,000 objects took %s, want under 5 s", took)
 		}
 	})
-}
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(l[max(0, len(l)-n):], "\n")
 }

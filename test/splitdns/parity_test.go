@@ -306,7 +306,19 @@ func TestMaxConcurrentRefusesBeyondTheLimitAsForward(t *testing.T) {
 				mu.Unlock()
 			})
 		}
-		time.Sleep(300 * time.Millisecond) // the slow queries are in flight
+		// The slow queries are in flight once the upstream holds them
+		// (for 1.5 s): polled, as a fixed pause is too short on a loaded
+		// machine.
+		inFlight := func() (bool, string) {
+			asked := 0
+			for i := range queries {
+				asked += ups["SLOW"].asked(fmt.Sprintf("%s%d.slow.internal.", prefix, i), "")
+			}
+			return asked >= limit, fmt.Sprintf("the slow upstream holds %d of %d queries", asked, limit)
+		}
+		if note, ok := testkit.Within(time.Second, inFlight); !ok {
+			t.Fatalf("%s: the burst is not in flight within 1 s: %s", prefix, note)
+		}
 		start := time.Now()
 		other = answerA(t, addr, prefix+".fast.internal.", harness.Attempts(1))
 		otherTook = time.Since(start)
@@ -348,7 +360,12 @@ func TestBlockMaxConcurrentIsOneLimitForTheBlock(t *testing.T) {
 			answerA(t, srv.Addr, fmt.Sprintf("q%d.slow.internal.", i), harness.Attempts(1), harness.Timeout(5*time.Second))
 		})
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Both are in flight once the slow upstream holds them (for 1.5 s):
+	// polled, as a fixed pause is too short on a loaded machine.
+	testkit.Eventually(t, time.Second, "the block's 2 queries in flight", func() (bool, string) {
+		n := slow.asked("q0.slow.internal.", "") + slow.asked("q1.slow.internal.", "")
+		return n == 2, fmt.Sprintf("the slow upstream holds %d of 2", n)
+	})
 	if got := answerA(t, srv.Addr, "www.example.org.", harness.Attempts(1)); got != "REFUSED" {
 		t.Errorf("the default route while the block's 2 queries are in flight: %s, want REFUSED", got)
 	}

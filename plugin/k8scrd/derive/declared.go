@@ -90,10 +90,10 @@ type hostTargets struct {
 	hostnames []string
 }
 
-// world is what a derivation reads besides the object itself: the informers'
+// World is what a derivation reads besides the object itself: the informers'
 // caches, or the objects of the directory. Implementations are safe for
 // concurrent use.
-type world interface {
+type World interface {
 	// Ready reports whether Service namespace/name has a ready endpoint: an
 	// EndpointSlice labelled kubernetes.io/service-name=name in namespace
 	// with an endpoint whose conditions.ready is true or unset and whose

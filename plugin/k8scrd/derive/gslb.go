@@ -29,9 +29,9 @@ import (
 // even when `resources` does not list it, and then it is not served as a
 // source of its own.
 
-// gslbWorld is the world of a Gslb's derivation: the referenced objects besides.
-type gslbWorld interface {
-	world
+// GslbWorld is the world of a Gslb's derivation: the referenced objects besides.
+type GslbWorld interface {
+	World
 	// Object is kind's object namespace/name (*networkingv1.Ingress,
 	// *corev1.Service, *gatewayv1.HTTPRoute, ...), nil when there is none.
 	Object(kind, namespace, name string) any
@@ -39,8 +39,8 @@ type gslbWorld interface {
 	Objects(kind, namespace string) []any
 }
 
-// gslbDerivation is what a Gslb's derivation gives besides the declaration.
-type gslbDerivation struct {
+// GslbDerivation is what a Gslb's derivation gives besides the declaration.
+type GslbDerivation struct {
 	// Uses are dependency keys: the referenced object and the route's Gateways.
 	Uses []string
 	// Note says why the Gslb declares nothing, or what of it is not served
@@ -54,8 +54,8 @@ type gslbDerivation struct {
 
 // DeriveGslb derives what Gslb g (of kind kindGslb or kindGslbLegacy)
 // declares; nil: nothing (see the derivation's note).
-func DeriveGslb(g *object.GslbObject, kind string, cfg *Options, w gslbWorld) (*Declared, gslbDerivation) {
-	var out gslbDerivation
+func DeriveGslb(g *object.GslbObject, kind string, cfg *Options, w GslbWorld) (*Declared, GslbDerivation) {
+	var out GslbDerivation
 	if kind == object.KindGslbLegacy && strings.EqualFold(g.Labels[object.LabelMigrated], "true") {
 		out.Note = "labelled " + object.LabelMigrated + "=true: its " + object.GslbGroup + " twin is served instead"
 		return nil, out
@@ -108,7 +108,7 @@ func DeriveGslb(g *object.GslbObject, kind string, cfg *Options, w gslbWorld) (*
 
 // gslbIngressAbsent is what a Gslb with spec.ingress declares while the
 // Ingress it describes does not exist: its hosts, without targets.
-func gslbIngressAbsent(g *object.GslbObject, kind string, cfg *Options, out *gslbDerivation) *Declared {
+func gslbIngressAbsent(g *object.GslbObject, kind string, cfg *Options, out *GslbDerivation) *Declared {
 	if len(g.Spec.Ingress.Rules) == 0 {
 		out.Note = "neither spec.resourceRef nor spec.ingress names a host"
 		return nil
@@ -132,7 +132,7 @@ func gslbIngressAbsent(g *object.GslbObject, kind string, cfg *Options, out *gsl
 // k8gb takes it; nil, with out.note saying why, when there is none. A
 // spec.resourceRef.namespace other than the Gslb's is refused: another
 // team's object would lend the Gslb its host names and readiness.
-func gslbReferenced(g *object.GslbObject, w gslbWorld, out *gslbDerivation) any {
+func gslbReferenced(g *object.GslbObject, w GslbWorld, out *GslbDerivation) any {
 	ref := &g.Spec.ResourceRef
 	group, ok := object.GslbRefKinds[ref.Kind]
 	if !ok {
@@ -190,7 +190,7 @@ func gslbReferenced(g *object.GslbObject, w gslbWorld, out *gslbDerivation) any 
 // table (a Service with the Gslb's host; a TCPRoute or UDPRoute, which carry
 // no host names, with the Gslb's), and returns with it each host's Services
 // ("" for every host) for serviceHealthPolicy All.
-func gslbDeriveReferenced(refKind string, refObject any, hostname string, rcfg *Options, zones []string, w gslbWorld, out *gslbDerivation) (base *Declared, hostSvcs map[string][]string) {
+func gslbDeriveReferenced(refKind string, refObject any, hostname string, rcfg *Options, zones []string, w GslbWorld, out *GslbDerivation) (base *Declared, hostSvcs map[string][]string) {
 	var parents []gatewayv1.ParentReference
 	switch o := refObject.(type) {
 	case *networkingv1.Ingress:
@@ -233,7 +233,7 @@ func gslbDeriveReferenced(refKind string, refObject any, hostname string, rcfg *
 // gslbHealth applies the Gslb's spec.serviceHealthPolicy to d's hosts:
 // Any (the default) keeps the referenced object's health; All wants every
 // Service of a host to exist and have a ready endpoint.
-func gslbHealth(g *object.GslbObject, d *Declared, hostSvcs map[string][]string, w gslbWorld) {
+func gslbHealth(g *object.GslbObject, d *Declared, hostSvcs map[string][]string, w GslbWorld) {
 	if strings.EqualFold(g.Spec.ServiceHealthPolicy, "All") {
 		// k8gb's All: every Service of the host exists and has a ready
 		// endpoint; a host without Services is not healthy.
@@ -264,7 +264,7 @@ func gslbHealth(g *object.GslbObject, d *Declared, hostSvcs map[string][]string,
 
 // gslbPortRoute derives a TCPRoute or a UDPRoute: its host is the Gslb's
 // k8gb.io/hostname annotation, as in k8gb.
-func gslbPortRoute(v *routeView, hostname string, cfg *Options, w world, out *gslbDerivation) *Declared {
+func gslbPortRoute(v *routeView, hostname string, cfg *Options, w World, out *GslbDerivation) *Declared {
 	if strings.TrimSpace(hostname) == "" {
 		out.Note = "a Gslb over a " + v.kind + " takes its host from annotation " + object.AnnotationK8gbHostname
 		return nil

@@ -38,7 +38,7 @@ func ingressClass(ing *networkingv1.Ingress, defaultClass string) string {
 // without any (only resource backends, or no paths) the default backend's.
 // A host only in spec.tls[].hosts is routed to the default backend, so it
 // takes its health from it, and without a default backend it is not served.
-func deriveIngress(ing *networkingv1.Ingress, cfg *Options, w world) *Declared {
+func deriveIngress(ing *networkingv1.Ingress, cfg *Options, w World) *Declared {
 	if ing == nil {
 		return nil
 	}

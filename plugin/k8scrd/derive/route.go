@@ -50,7 +50,7 @@ var (
 )
 
 // deriveHTTPRoute derives what an HTTPRoute declares; nil: nothing.
-func deriveHTTPRoute(r *gatewayv1.HTTPRoute, cfg *Options, w world) *Declared {
+func deriveHTTPRoute(r *gatewayv1.HTTPRoute, cfg *Options, w World) *Declared {
 	v := routeView{
 		kind: object.KindHTTPRoute, meta: &r.ObjectMeta, hostnames: r.Spec.Hostnames,
 		parentRefs: r.Spec.ParentRefs, parents: r.Status.Parents, protocols: routeHTTPProtocols,
@@ -64,7 +64,7 @@ func deriveHTTPRoute(r *gatewayv1.HTTPRoute, cfg *Options, w world) *Declared {
 }
 
 // deriveGRPCRoute derives what a GRPCRoute declares; nil: nothing.
-func deriveGRPCRoute(r *gatewayv1.GRPCRoute, cfg *Options, w world) *Declared {
+func deriveGRPCRoute(r *gatewayv1.GRPCRoute, cfg *Options, w World) *Declared {
 	v := routeView{
 		kind: object.KindGRPCRoute, meta: &r.ObjectMeta, hostnames: r.Spec.Hostnames,
 		parentRefs: r.Spec.ParentRefs, parents: r.Status.Parents, protocols: routeHTTPProtocols,
@@ -78,7 +78,7 @@ func deriveGRPCRoute(r *gatewayv1.GRPCRoute, cfg *Options, w world) *Declared {
 }
 
 // deriveTLSRoute derives what a TLSRoute declares; nil: nothing.
-func deriveTLSRoute(r *gatewayv1.TLSRoute, cfg *Options, w world) *Declared {
+func deriveTLSRoute(r *gatewayv1.TLSRoute, cfg *Options, w World) *Declared {
 	v := routeView{
 		kind: object.KindTLSRoute, meta: &r.ObjectMeta, hostnames: r.Spec.Hostnames,
 		parentRefs: r.Spec.ParentRefs, parents: r.Status.Parents, protocols: routeTLSProtocols,
@@ -90,7 +90,7 @@ func deriveTLSRoute(r *gatewayv1.TLSRoute, cfg *Options, w world) *Declared {
 }
 
 // deriveRoute is the derivation the three route kinds share.
-func deriveRoute(v *routeView, cfg *Options, w world) *Declared {
+func deriveRoute(v *routeView, cfg *Options, w World) *Declared {
 	ns := v.meta.Namespace
 	var (
 		counted       bool

@@ -22,7 +22,7 @@ import (
 //
 // What k8s_gateway would serve of it and the block does not is logged once
 // and counted (noteUnserved).
-func deriveService(svc *corev1.Service, cfg *Options, w world) *Declared {
+func deriveService(svc *corev1.Service, cfg *Options, w World) *Declared {
 	if svc == nil {
 		return nil
 	}

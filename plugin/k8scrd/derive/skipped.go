@@ -34,9 +34,9 @@ const (
 	EventReferenceRefused = "ReferenceRefused"
 )
 
-// skipNote is one reason a derived object, or one of its names, is not
+// SkipNote is one reason a derived object, or one of its names, is not
 // served; name is "" when the reason is the object's as a whole.
-type skipNote struct {
+type SkipNote struct {
 	Name string
 	Msg  string
 	// K8sGateway is the reason* of names.go when the name is one
@@ -59,8 +59,8 @@ type skipNote struct {
 // handed to cfg.names.unserved (unserved): the names it names that are not
 // among d's hosts, and why. It reads the object as the derivations do and
 // decides nothing: the derivation's answer stands, this only says why.
-func SkippedNames(kind string, obj any, d *Declared, unserved []UnservedName, cfg *Options, w world) []skipNote {
-	var notes []skipNote
+func SkippedNames(kind string, obj any, d *Declared, unserved []UnservedName, cfg *Options, w World) []SkipNote {
+	var notes []SkipNote
 	took := func(name string) bool {
 		if d == nil {
 			return false
@@ -84,7 +84,7 @@ func SkippedNames(kind string, obj any, d *Declared, unserved []UnservedName, cf
 			return "", false // an invalid one: the derivation says it (d.bad)
 		}
 		name = strings.ToLower(strings.TrimSuffix(host, ".") + ".")
-		notes = append(notes, skipNote{Name: name, Msg: fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.Zones, " ")), Zone: true})
+		notes = append(notes, SkipNote{Name: name, Msg: fmt.Sprintf("%s (%s) is outside the zones %s", name, from, strings.Join(cfg.Zones, " ")), Zone: true})
 		return name, false
 	}
 	switch o := obj.(type) {
@@ -95,7 +95,7 @@ func SkippedNames(kind string, obj any, d *Declared, unserved []UnservedName, cf
 				if c == "" {
 					what = "no IngressClass (no ingressClassName, no " + object.AnnotationIngressClass + " annotation, no default class)"
 				}
-				return append(notes, skipNote{Name: "", Msg: fmt.Sprintf("%s is not one ingress_class serves (%s)", what, strings.Join(cfg.IngressClasses, " "))})
+				return append(notes, SkipNote{Name: "", Msg: fmt.Sprintf("%s is not one ingress_class serves (%s)", what, strings.Join(cfg.IngressClasses, " "))})
 			}
 		}
 		for _, r := range o.Spec.Rules {
@@ -104,7 +104,7 @@ func SkippedNames(kind string, obj any, d *Declared, unserved []UnservedName, cf
 		for _, t := range o.Spec.TLS {
 			for _, h := range t.Hosts {
 				if name, in := zone(h, "tls host"); in && !took(name) && o.Spec.DefaultBackend == nil {
-					notes = append(notes, skipNote{Name: name, Msg: fmt.Sprintf("%s is only in spec.tls, and without a default backend nothing routes it", name)})
+					notes = append(notes, SkipNote{Name: name, Msg: fmt.Sprintf("%s is only in spec.tls, and without a default backend nothing routes it", name)})
 				}
 			}
 		}
@@ -116,7 +116,7 @@ func SkippedNames(kind string, obj any, d *Declared, unserved []UnservedName, cf
 		if o.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			if annotated || k8sgw {
 				t := cmp.Or(o.Spec.Type, corev1.ServiceTypeClusterIP) // the API's default
-				notes = append(notes, skipNote{Name: "", Msg: fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", t)})
+				notes = append(notes, SkipNote{Name: "", Msg: fmt.Sprintf("a Service of type %s: only LoadBalancer Services' hosts are served", t)})
 			}
 			break // else a ClusterIP Service names no host, unless k8s_gateway's resolve-endpoints
 		}
@@ -129,7 +129,7 @@ func SkippedNames(kind string, obj any, d *Declared, unserved []UnservedName, cf
 	for _, u := range unserved {
 		// A LoadBalancer Service without a hostname is most often not
 		// meant for DNS: its NAME.NAMESPACE name is the lint's to say.
-		notes = append(notes, skipNote{Name: u.name, Msg: unservedMessage(u), K8sGateway: u.reason,
+		notes = append(notes, SkipNote{Name: u.name, Msg: unservedMessage(u), K8sGateway: u.reason,
 			LintOnly: u.reason == reasonK8sGatewayServiceName})
 	}
 	return notes
@@ -150,11 +150,11 @@ func routeOf(kind string, obj any) *routeView {
 
 // skippedRoute explains a route: why no parent counts (d nil), and which
 // of its hostnames no listener of a counting parent took.
-func skippedRoute(v *routeView, d *Declared, cfg *Options, w world, zone func(host, from string) (string, bool), took func(string) bool) []skipNote {
+func skippedRoute(v *routeView, d *Declared, cfg *Options, w World, zone func(host, from string) (string, bool), took func(string) bool) []SkipNote {
 	if v == nil {
 		return nil
 	}
-	var notes []skipNote
+	var notes []SkipNote
 	if d == nil {
 		for i := range v.parentRefs {
 			ref := &v.parentRefs[i]
@@ -164,25 +164,25 @@ func skippedRoute(v *routeView, d *Declared, cfg *Options, w world, zone func(ho
 			gw := routeRefNamespace(ref, v.meta.Namespace) + "/" + string(ref.Name)
 			if accepted, _ := routeParentConditions(v, ref); !accepted {
 				reported := slices.ContainsFunc(v.parents, func(p gatewayv1.RouteParentStatus) bool { return routeSameParent(&p.ParentRef, ref, v.meta.Namespace) })
-				notes = append(notes, skipNote{Name: "", Msg: fmt.Sprintf("parent Gateway %s has not accepted it (no Accepted=True at generation %d in status.parents)", gw, v.meta.Generation), LintOnly: !reported})
+				notes = append(notes, SkipNote{Name: "", Msg: fmt.Sprintf("parent Gateway %s has not accepted it (no Accepted=True at generation %d in status.parents)", gw, v.meta.Generation), LintOnly: !reported})
 				continue
 			}
 			g := w.Gateway(routeRefNamespace(ref, v.meta.Namespace), string(ref.Name))
 			if g == nil {
-				notes = append(notes, skipNote{Name: "", Msg: fmt.Sprintf("parent Gateway %s is not there (or not in a namespace this block reads)", gw)})
+				notes = append(notes, SkipNote{Name: "", Msg: fmt.Sprintf("parent Gateway %s is not there (or not in a namespace this block reads)", gw)})
 				continue
 			}
 			if len(cfg.GatewayClasses) > 0 && !slices.Contains(cfg.GatewayClasses, string(g.Spec.GatewayClassName)) {
-				notes = append(notes, skipNote{Name: "", Msg: fmt.Sprintf("parent Gateway %s is of GatewayClass %q, not one gateway_class serves (%s)", gw, g.Spec.GatewayClassName, strings.Join(cfg.GatewayClasses, " "))})
+				notes = append(notes, SkipNote{Name: "", Msg: fmt.Sprintf("parent Gateway %s is of GatewayClass %q, not one gateway_class serves (%s)", gw, g.Spec.GatewayClassName, strings.Join(cfg.GatewayClasses, " "))})
 			}
 		}
 		if len(notes) == 0 {
-			notes = append(notes, skipNote{Name: "", Msg: "no parentRef names a Gateway that accepted it"})
+			notes = append(notes, SkipNote{Name: "", Msg: "no parentRef names a Gateway that accepted it"})
 		}
 	}
 	for _, h := range v.hostnames {
 		if name, in := zone(string(h), "hostname"); in && d != nil && !took(name) {
-			notes = append(notes, skipNote{Name: name, Msg: fmt.Sprintf("%s is taken by no listener of the Gateways that accepted the route", name)})
+			notes = append(notes, SkipNote{Name: name, Msg: fmt.Sprintf("%s is taken by no listener of the Gateways that accepted the route", name)})
 		}
 	}
 	return notes
@@ -192,7 +192,7 @@ func skippedRoute(v *routeView, d *Declared, cfg *Options, w world, zone func(ho
 // k8s_gateway would serve that the block does not, which the derivation
 // hands to cfg.names.unserved: logged and counted as noteUnserved does
 // (or handed to cfg's own collector), and said in the NameSkipped Events.
-func DeriveReported(kind string, obj any, cfg *Options, w world) (*Declared, []gatewayv1.ParentReference, []UnservedName) {
+func DeriveReported(kind string, obj any, cfg *Options, w World) (*Declared, []gatewayv1.ParentReference, []UnservedName) {
 	var (
 		unserved        []UnservedName
 		called          bool

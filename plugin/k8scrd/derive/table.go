@@ -9,7 +9,7 @@ import (
 // says what an object declares (nil: nothing); parents, for a route, names
 // the Gateways it is attached to, read even when they do not accept it.
 type deriver struct {
-	derive  func(obj any, cfg *Options, w world) *Declared
+	derive  func(obj any, cfg *Options, w World) *Declared
 	parents func(obj any) []gatewayv1.ParentReference
 }
 
@@ -32,7 +32,7 @@ var derivers = map[string]deriver{
 
 // Derive derives obj of kind through the table; nil when the kind is not
 // in it or obj is not of the kind's type.
-func Derive(kind string, obj any, cfg *Options, w world) (d *Declared, parents []gatewayv1.ParentReference) {
+func Derive(kind string, obj any, cfg *Options, w World) (d *Declared, parents []gatewayv1.ParentReference) {
 	k, ok := derivers[kind]
 	if !ok {
 		return nil, nil
@@ -44,8 +44,8 @@ func Derive(kind string, obj any, cfg *Options, w world) (d *Declared, parents [
 }
 
 // derives adapts a kind's typed derivation to the table's signature.
-func derives[T any](f func(T, *Options, world) *Declared) func(any, *Options, world) *Declared {
-	return func(obj any, cfg *Options, w world) *Declared {
+func derives[T any](f func(T, *Options, World) *Declared) func(any, *Options, World) *Declared {
+	return func(obj any, cfg *Options, w World) *Declared {
 		o, ok := obj.(T)
 		if !ok {
 			return nil

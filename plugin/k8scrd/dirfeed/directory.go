@@ -281,8 +281,8 @@ func (d *Feed) read(base string) (at time.Time, changed bool) {
 	return st.ModTime(), true
 }
 
-// manifestDoc is one DNSEndpoint read from a file.
-type manifestDoc struct {
+// ManifestDoc is one DNSEndpoint read from a file.
+type ManifestDoc struct {
 	Obj  *object.Object
 	Bad  []object.Invalid
 	Text string
@@ -292,7 +292,7 @@ type manifestDoc struct {
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 // ParseManifests reads every DNSEndpoint in a file (parseFile, for tests).
-func ParseManifests(path string, raw []byte, mtime time.Time, cfg *Config) ([]manifestDoc, error) {
+func ParseManifests(path string, raw []byte, mtime time.Time, cfg *Config) ([]ManifestDoc, error) {
 	p, err := ParseFile(path, raw, mtime, cfg)
 	return p.Docs, err
 }
@@ -303,9 +303,9 @@ func ParseManifests(path string, raw []byte, mtime time.Time, cfg *Config) ([]ma
 // never reads, are left out; the error names the first of them by file
 // and line. A kind it knows but that no kind served needs is skipped
 // silently: a folder of a whole application's manifests is normal.
-func ParseFile(path string, raw []byte, mtime time.Time, cfg *Config) (*parsedFile, error) {
+func ParseFile(path string, raw []byte, mtime time.Time, cfg *Config) (*ParsedFile, error) {
 	var (
-		p     = &parsedFile{}
+		p     = &ParsedFile{}
 		first error
 		seen  = map[string]int{}
 	)
@@ -411,7 +411,7 @@ func documentItems(doc document, cfg *Config, fail func(line int, format string,
 // document's) as an object, unless the namespaces and labels the block
 // selects leave it out. seen counts the objects of each namespace/name in
 // the file, so that two of one name stay two objects.
-func (p *parsedFile) addDNSEndpoint(cfg *Config, path string, line int, it manifestItem, mtime time.Time, seen map[string]int) error {
+func (p *ParsedFile) addDNSEndpoint(cfg *Config, path string, line int, it manifestItem, mtime time.Time, seen map[string]int) error {
 	var ep v1alpha1.DNSEndpoint
 	if err := json.Unmarshal(it.raw, &ep); err != nil {
 		return err
@@ -444,7 +444,7 @@ func (p *parsedFile) addDNSEndpoint(cfg *Config, path string, line int, it manif
 		Created: created, Changed: mtime, Labels: ep.Labels,
 		Version: uint64(max(mtime.Unix(), 0)), SOA: true,
 	}, ep.Spec.Endpoints, cfg.Zones, cfg.TTL)
-	p.Docs = append(p.Docs, manifestDoc{Obj: o, Bad: bad, Text: string(it.raw), Line: line})
+	p.Docs = append(p.Docs, ManifestDoc{Obj: o, Bad: bad, Text: string(it.raw), Line: line})
 	return nil
 }
 

@@ -108,7 +108,7 @@ type fileSource struct {
 
 // Derive runs the API source's derivation of the object. An object of a
 // kind read only for the Gslbs that name it declares nothing of its own.
-func (s *fileSource) Derive(cfg *Config, w *dirWorld) *derive.Declared {
+func (s *fileSource) Derive(cfg *Config, w *DirWorld) *derive.Declared {
 	if !cfg.serves(s.Kind) && !object.IsGslbKind(s.Kind) {
 		return nil
 	}
@@ -130,9 +130,9 @@ type fileSlice struct {
 	ready              bool
 }
 
-// parsedFile is what one manifest file holds.
-type parsedFile struct {
-	Docs     []manifestDoc // DNSEndpoints
+// ParsedFile is what one manifest file holds.
+type ParsedFile struct {
+	Docs     []ManifestDoc // DNSEndpoints
 	Sources  []fileSource  // derived kinds
 	Slices   []fileSlice
 	Classes  []*networkingv1.IngressClass
@@ -156,7 +156,7 @@ type fileProblem struct {
 // the derived kinds as they filter DNSEndpoints; EndpointSlices and
 // Gateways are read in the namespaces served (whatever their labels), and
 // IngressClasses (cluster-wide) always, as the informers read them.
-func (p *parsedFile) addKind(cfg *Config, path string, line int, kind string, item []byte, seen map[string]int) error {
+func (p *ParsedFile) addKind(cfg *Config, path string, line int, kind string, item []byte, seen map[string]int) error {
 	var obj any
 	switch kind {
 	case object.KindIngress:
@@ -255,9 +255,9 @@ type metaFields struct {
 	labels    map[string]string
 }
 
-// dirWorld is the world of the directory's derivations: the EndpointSlices,
+// DirWorld is the world of the directory's derivations: the EndpointSlices,
 // IngressClasses and Gateways of every file of the folder.
-type dirWorld struct {
+type DirWorld struct {
 	readyBy      map[string]bool // "namespace/service" -> a slice of it has a ready endpoint
 	defaultClass string
 	gateways     map[string]*gatewayv1.Gateway // "namespace/name"; the first file (by name) wins
@@ -267,8 +267,8 @@ type dirWorld struct {
 	Noted []string // the Gslb notes of this derivation (source key + note)
 }
 
-func NewDirWorld(files map[string]*ManifestFile) *dirWorld {
-	w := &dirWorld{readyBy: map[string]bool{}, gateways: map[string]*gatewayv1.Gateway{}, objs: map[string]any{}}
+func NewDirWorld(files map[string]*ManifestFile) *DirWorld {
+	w := &DirWorld{readyBy: map[string]bool{}, gateways: map[string]*gatewayv1.Gateway{}, objs: map[string]any{}}
 	var best *networkingv1.IngressClass
 	for _, base := range SortedKeys(files) {
 		f := files[base]
@@ -308,15 +308,15 @@ func NewDirWorld(files map[string]*ManifestFile) *dirWorld {
 	return w
 }
 
-func (w *dirWorld) Ready(namespace, name string) bool { return w.readyBy[namespace+"/"+name] }
-func (w *dirWorld) DefaultIngressClass() string       { return w.defaultClass }
-func (w *dirWorld) Gateway(namespace, name string) *gatewayv1.Gateway {
+func (w *DirWorld) Ready(namespace, name string) bool { return w.readyBy[namespace+"/"+name] }
+func (w *DirWorld) DefaultIngressClass() string       { return w.defaultClass }
+func (w *DirWorld) Gateway(namespace, name string) *gatewayv1.Gateway {
 	return w.gateways[namespace+"/"+name]
 }
-func (w *dirWorld) Object(kind, namespace, name string) any {
+func (w *DirWorld) Object(kind, namespace, name string) any {
 	return w.objs[kind+"/"+namespace+"/"+name]
 }
-func (w *dirWorld) Objects(kind, namespace string) []any {
+func (w *DirWorld) Objects(kind, namespace string) []any {
 	var out []any
 	for _, k := range SortedKeys(w.objs) {
 		if strings.HasPrefix(k, kind+"/"+namespace+"/") {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
+	"debug/gosym"
 	"fmt"
 	"io"
 	"math"
@@ -29,6 +31,9 @@ type vgServer struct {
 	log       *os.File
 	outBase   string // callgrind's output file; dumps are outBase.1, outBase.2, ...
 	dumps     int
+	// isCopy names runtime.copystack in the dumps (see stackCopyNames);
+	// nil: stack copies are not counted.
+	isCopy func(string) bool
 }
 
 // startValgrind runs `valgrind --tool=callgrind --instr-atstart=no bin -conf
@@ -99,10 +104,10 @@ func (s *vgServer) open() error {
 }
 
 // close dumps the counters (which zeroes them), switches instrumentation
-// off and returns the dump's totals.
-func (s *vgServer) close() (map[string]int64, error) {
+// off and returns the dump's totals and its calls of runtime.copystack.
+func (s *vgServer) close() (map[string]int64, calls, error) {
 	if err := s.control("-d"); err != nil {
-		return nil, err
+		return nil, calls{}, err
 	}
 	s.dumps++
 	path := fmt.Sprintf("%s.%d", s.outBase, s.dumps)
@@ -122,9 +127,138 @@ func (s *vgServer) close() (map[string]int64, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, calls{}, fmt.Errorf("%s: %v", path, err)
 	}
-	return totals, s.control("-i", "off")
+	copies := calls{n: -1}
+	if s.isCopy != nil {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, calls{}, err
+		}
+		copies, err = parseCalls(f, s.isCopy)
+		f.Close()
+		if err != nil {
+			return nil, calls{}, fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	return totals, copies, s.control("-i", "off")
+}
+
+// calls is how often a function was called in a window and the Ir of
+// those calls (inclusive: the function and what it called).
+type calls struct{ n, ir int64 }
+
+// parseCalls adds up, in a callgrind dump, the calls of the functions
+// whose name isFn accepts: every `calls=` line under a `cfn=` such a name
+// and the Ir on the line after it (the call's inclusive cost). Names may be
+// compressed (`cfn=(12) name` once, `cfn=(12)` after) and carry
+// callgrind's recursion suffix (`name'2`).
+// The inclusive cost is sound for a function that returns to its caller
+// on the same stack (runtime.copystack does); for Go code that switches
+// goroutines (newstack, mcall) callgrind's call graph is not.
+func parseCalls(r io.Reader, isFn func(string) bool) (calls, error) {
+	var out calls
+	names := map[string]string{}
+	ir, posCols := -1, 1
+	callee, counting := "", false
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if counting { // the line after calls=: positions, then the costs
+			counting = false
+			f := strings.Fields(line)
+			if ir >= 0 && posCols+ir < len(f) {
+				v, err := strconv.ParseInt(f[posCols+ir], 10, 64)
+				if err != nil {
+					return calls{}, fmt.Errorf("cost of a call: %q: %v", line, err)
+				}
+				out.ir += v
+			}
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "events:"):
+			ir = slices.Index(strings.Fields(strings.TrimPrefix(line, "events:")), "Ir")
+		case strings.HasPrefix(line, "positions:"):
+			posCols = len(strings.Fields(strings.TrimPrefix(line, "positions:")))
+		case strings.HasPrefix(line, "fn="), strings.HasPrefix(line, "cfn="):
+			k, v, _ := strings.Cut(line, "=")
+			name := v
+			if strings.HasPrefix(v, "(") {
+				id, rest, _ := strings.Cut(v, ")")
+				if name = strings.TrimSpace(rest); name != "" {
+					names[id] = name
+				} else {
+					name = names[id]
+				}
+			}
+			if k == "cfn" {
+				callee, _, _ = strings.Cut(name, "'")
+			}
+		case strings.HasPrefix(line, "calls="):
+			if callee != "" && isFn(callee) {
+				f := strings.Fields(strings.TrimPrefix(line, "calls="))
+				if len(f) == 0 {
+					return calls{}, fmt.Errorf("%q", line)
+				}
+				n, err := strconv.ParseInt(f[0], 10, 64)
+				if err != nil {
+					return calls{}, fmt.Errorf("%q: %v", line, err)
+				}
+				out.n += n
+				counting = true
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// stackCopyNames returns what accepts runtime.copystack's name in bin's
+// callgrind dumps: the name, and, as callgrind says a function of a binary
+// without a symbol table (go build -ldflags "-s -w", as make build does),
+// its entry address, read from the Go function table that every Go binary
+// keeps (.gopclntab).
+func stackCopyNames(bin string) (func(string) bool, error) {
+	return funcNames(bin, "runtime.copystack")
+}
+
+// funcNames returns what accepts the function name of bin in callgrind's
+// dumps: the name or its entry address.
+func funcNames(bin, name string) (func(string) bool, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pcln, text := f.Section(".gopclntab"), f.Section(".text")
+	if pcln == nil || text == nil {
+		return nil, fmt.Errorf("%s: no .gopclntab or .text section", bin)
+	}
+	data, err := pcln.Data()
+	if err != nil {
+		return nil, err
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
+	if err != nil {
+		return nil, err
+	}
+	fn := tab.LookupFunc(name)
+	if fn == nil {
+		return nil, fmt.Errorf("%s: no %s in its function table", bin, name)
+	}
+	entry := fn.Entry
+	return func(s string) bool {
+		if s == name {
+			return true
+		}
+		hex, ok := strings.CutPrefix(s, "0x")
+		if !ok {
+			return false
+		}
+		v, err := strconv.ParseUint(hex, 16, 64)
+		return err == nil && v == entry
+	}, nil
 }
 
 // parseDump reads the event counts of a callgrind dump: the names from the

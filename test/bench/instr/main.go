@@ -92,9 +92,23 @@ type window struct {
 	// the pprof requests around it add a little), and how far the heap
 	// was from the next collection when it opened (NextGC - HeapAlloc).
 	allocBytes, mallocs, headroom int64
+	// The goroutine stacks copied to grow them (runtime.copystack): how
+	// many, and their Ir; n < 0 when not counted.
+	copies calls
 }
 
 func (w window) perQuery() float64 { return float64(w.ir) / float64(max(w.n, 1)) }
+
+// copiesPerQuery is how many goroutine stacks were copied to grow them,
+// per query, and their Ir per query: "0.77 (23.5k Ir)"; "?" when not
+// counted.
+func (w window) copiesPerQuery() string {
+	if w.copies.n < 0 {
+		return "?"
+	}
+	n := float64(max(w.n, 1))
+	return fmt.Sprintf("%.2f (%.1fk Ir)", float64(w.copies.n)/n, float64(w.copies.ir)/n/1000)
+}
 
 // group is one comparison: its servers (under callgrind), the native
 // processes they need, and its rows.
@@ -118,7 +132,8 @@ func (g *group) stop() {
 // env is what every group's setup needs.
 type env struct {
 	bin, bare, dir string
-	next           int // last octet of the next address handed out
+	next           int               // last octet of the next address handed out
+	isCopy         func(string) bool // runtime.copystack's name in bin's dumps; nil: unknown
 }
 
 func (e *env) ip() string {
@@ -167,6 +182,9 @@ func main() {
 		build(root, e.bin, "./cmd/coredns")
 	} else if e.bin, err = filepath.Abs(e.bin); err != nil {
 		log.Fatal(err)
+	}
+	if e.isCopy, err = stackCopyNames(e.bin); err != nil {
+		log.Printf("stack copies will not be counted: %v", err)
 	}
 	e.bare = filepath.Join(dir, "bare")
 	build(root, e.bare, "./test/bench/bare")
@@ -227,8 +245,8 @@ func measure(g *group) error {
 			if w.headroom >= 1<<49 {
 				headroom = "GC off"
 			}
-			log.Printf("run %d %-28s %10.0f Ir/query  %6.0f B/query  %d GC (headroom %s)  %v", run+1, r.name, w.perQuery(),
-				float64(w.allocBytes)/float64(max(w.n, 1)), w.gcs, headroom, w.elapsed.Round(time.Millisecond))
+			log.Printf("run %d %-28s %10.0f Ir/query  %6.0f B/query  %d GC (headroom %s)  stack copies/query %s  %v", run+1, r.name, w.perQuery(),
+				float64(w.allocBytes)/float64(max(w.n, 1)), w.gcs, headroom, w.copiesPerQuery(), w.elapsed.Round(time.Millisecond))
 		}
 		if *flagIdle <= 0 {
 			continue
@@ -258,7 +276,7 @@ func measureWindow(s *vgServer, load func(deadline time.Time) (int, error)) (win
 	start := time.Now()
 	n, loadErr := load(start.Add(*flagWindow))
 	elapsed := time.Since(start)
-	totals, err := s.close()
+	totals, copies, err := s.close()
 	if loadErr != nil {
 		return window{}, loadErr
 	}
@@ -271,7 +289,8 @@ func measureWindow(s *vgServer, load func(deadline time.Time) (int, error)) (win
 	}
 	return window{ir: totals["Ir"], n: n, elapsed: elapsed, gcs: int(m1["NumGC"] - m0["NumGC"]),
 		allocBytes: m1["TotalAlloc"] - m0["TotalAlloc"], mallocs: m1["Mallocs"] - m0["Mallocs"],
-		headroom: max(0, min(m0["NextGC"], 1<<50)-m0["HeapAlloc"])}, nil // NextGC is huge with GOGC=off
+		headroom: max(0, min(m0["NextGC"], 1<<50)-m0["HeapAlloc"]), // NextGC is huge with GOGC=off
+		copies:   copies}, nil
 }
 
 // startAll starts every server of a group at once (start-up under valgrind
@@ -298,6 +317,7 @@ func startAll(e *env, g *group, specs []serverSpec) error {
 		if err != nil {
 			return err
 		}
+		s.isCopy = e.isCopy
 		g.servers = append(g.servers, s)
 		started = append(started, s)
 	}

@@ -28,7 +28,7 @@ func report(root, bin string, groups []*group, took time.Duration) {
 	}
 	fmt.Fprintf(&b, "Servers under `%s` with GOMAXPROCS=%q GODEBUG=%q GOGC=%q; %d warm-up queries per row, then %d windows of %d queries each (%d client(s), one query outstanding each, %s, every reply checked); a garbage collection is forced through pprof before each window. Ir = instructions executed in user space by every thread of the server (Go runtime and GC included) while the window was open.\n\n",
 		strings.Join(append([]string{"valgrind", "--tool=callgrind", "--instr-atstart=no"}, strings.Fields(*flagVGArgs)...), " "), *flagGOMAXPROCS, *flagGODEBUG, *flagGOGC, *flagWarm, *flagRuns, *flagQueries, *flagClients, settled)
-	b.WriteString("| comparison | configuration | Ir/query, each window | spread | Ir/query over baseline | heap B/query | GCs per window | window wall time |\n|---|---|---|---:|---|---:|---|---|\n")
+	b.WriteString("| comparison | configuration | Ir/query, each window | spread | Ir/query over baseline | heap B/query | GCs per window | stack copies per query (their Ir), each window | window wall time |\n|---|---|---|---:|---|---:|---|---|---|\n")
 	for _, g := range groups {
 		by := map[string]*row{}
 		for _, r := range g.rows {
@@ -39,7 +39,7 @@ func report(root, bin string, groups []*group, took time.Duration) {
 			if base, ok := by[r.baseline]; ok {
 				ratio = fmt.Sprintf("**%.3f** (/ %s)", meanPerQuery(r)/meanPerQuery(base), base.name)
 			}
-			var irs, gcs, walls []string
+			var irs, gcs, copies, walls []string
 			lo, hi := 0.0, 0.0
 			for i, w := range r.runs {
 				v := w.perQuery()
@@ -51,6 +51,7 @@ func report(root, bin string, groups []*group, took time.Duration) {
 				}
 				irs = append(irs, fmt.Sprintf("%.0f", v))
 				gcs = append(gcs, fmt.Sprint(w.gcs))
+				copies = append(copies, w.copiesPerQuery())
 				walls = append(walls, fmt.Sprintf("%.1fs", w.elapsed.Seconds()))
 			}
 			var alloc, n int64
@@ -58,9 +59,21 @@ func report(root, bin string, groups []*group, took time.Duration) {
 				alloc += w.allocBytes
 				n += int64(w.n)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.2f%% | %s | %.0f | %s | %s |\n", g.name, r.name, strings.Join(irs, ", "),
-				100*(hi-lo)/max(lo, 1), ratio, float64(alloc)/float64(max(n, 1)), strings.Join(gcs, ", "), strings.Join(walls, ", "))
+			fmt.Fprintf(&b, "| %s | %s | %s | %.2f%% | %s | %.0f | %s | %s | %s |\n", g.name, r.name, strings.Join(irs, ", "),
+				100*(hi-lo)/max(lo, 1), ratio, float64(alloc)/float64(max(n, 1)), strings.Join(gcs, ", "), strings.Join(copies, ", "), strings.Join(walls, ", "))
 		}
+	}
+	var moved []string
+	for _, g := range groups {
+		for _, r := range g.rows {
+			if copiesMoved(r.runs) {
+				moved = append(moved, r.name)
+			}
+		}
+	}
+	if len(moved) > 0 {
+		fmt.Fprintf(&b, "\nThe stack copies per query differ between the windows of %s: the starting stack of new goroutines, which the runtime sets at every collection from the average stack in use, moved between them, and with it the Ir. To compare binaries whose goroutines differ, run both with `-godebug %s,adaptivestackstart=0` (test/bench/instr/README.md).\n",
+			strings.Join(moved, "; "), *flagGODEBUG)
 	}
 	if *flagIdle > 0 {
 		fmt.Fprintf(&b, "\nIdle windows (%v, no queries; the same steps otherwise): what the background of each server adds per second, and as a share of its measured windows (idle Ir/s x the window's wall time / the window's Ir).\n\n", *flagIdle)
@@ -96,6 +109,25 @@ func report(root, bin string, groups []*group, took time.Duration) {
 		defer f.Close()
 		f.WriteString(b.String())
 	}
+}
+
+// copiesMoved reports whether the stack copies per query of a row's
+// windows differ by more than a tenth of a copy: the starting stack moved.
+func copiesMoved(runs []window) bool {
+	lo, hi := 0.0, 0.0
+	for i, w := range runs {
+		if w.copies.n < 0 {
+			return false
+		}
+		c := float64(w.copies.n) / float64(max(w.n, 1))
+		if i == 0 || c < lo {
+			lo = c
+		}
+		if i == 0 || c > hi {
+			hi = c
+		}
+	}
+	return hi-lo > 0.1
 }
 
 // meanPerQuery is Ir over queries across all of a row's windows.
