@@ -21,12 +21,7 @@ import (
 // has a TXT. dig and a miekg client get the CNAME at the first only; the
 // second answers as without all-down (NODATA, its TXT still served), logged
 // once, until its TXT goes.
-//
-// It needs the record store to fill store.Host.OtherTypes, which k8scrd's
-// builder does not yet (its merge sets it from the name's RRsets): until
-// then it is skipped.
 func TestAllDownCNAMEBesideOtherDataFailsOpen(t *testing.T) {
-	t.Skip("k8scrd's builder does not fill store.Host.OtherTypes yet")
 	harness.RequirePlugins(t, "k8scrd", "gslb")
 	ip, dir := harness.NewIP(t), t.TempDir()
 	const sorry = "sorry.example.net."
