@@ -75,6 +75,11 @@ type Host struct {
 	// re-assembled by gslb: the object was written by the k8gb operator
 	// (object label k8gb.io/dnstype or k8gb.absa.oss/dnstype).
 	Verbatim bool
+	// OtherTypes is true when the store also holds records of types other
+	// than A and AAAA at Name (TXT, MX, SRV, CAA, NS...). A CNAME may not
+	// stand beside other data (RFC 1034 §3.6.2): gslb does not answer its
+	// all-down CNAME at such a host.
+	OtherTypes bool
 	// Owner is the namespace of the object that owns Name: under strict
 	// tenancy the owning namespace, else that of the first object in store
 	// order. Consumers share per-tenant budgets by it (localtargets fills

@@ -149,7 +149,8 @@ func nsNames(prefix string, n int) map[string]string {
 }
 
 // peerSeries counts the series of every per-peer metric of the zone whose
-// peer tag starts with prefix.
+// peer tag is one of nsNames(prefix, ...): prefix and four digits, so that
+// the peers of other tests (ap, us) never count.
 func peerSeries(t *testing.T, prefix string) int {
 	t.Helper()
 	mfs, err := prometheus.DefaultGatherer.Gather()
@@ -163,7 +164,8 @@ func peerSeries(t *testing.T, prefix string) int {
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if (l.GetName() == "peer" || l.GetName() == "tag") && strings.HasPrefix(l.GetValue(), prefix) {
+				v := l.GetValue()
+				if (l.GetName() == "peer" || l.GetName() == "tag") && len(v) == len(prefix)+4 && strings.HasPrefix(v, prefix) && strings.Trim(v[len(prefix):], "0123456789") == "" {
 					n++
 				}
 			}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/fleetdns/fleetdns/internal/store"
+
 	"github.com/miekg/dns"
 )
 
@@ -386,20 +388,38 @@ func noneHasTargets(views []tagView) bool {
 
 // allDownFor returns the all-down answer h gets, nil when it has none or
 // when the policy's CNAME is refused at that name: at the zone's apex,
-// which holds the SOA and NS, a CNAME cannot be.
-func (g *GSLB) allDownFor(pol *policy, name string) *allDown {
+// which holds the SOA and NS, and beside other data (the store holds other
+// types at the host: RFC 1034 §3.6.2), a CNAME cannot be. The walk logs
+// and counts the latter once per host (cnameBesideData).
+func (g *GSLB) allDownFor(pol *policy, h *store.Host) *allDown {
 	ad := pol.allDown
 	if ad == nil {
 		return nil
 	}
-	if ad.cname != "" && name == g.zone {
+	if ad.cname != "" && h.Name == g.zone {
 		if _, logged := g.badPol.LoadOrStore("\x00apex", ""); !logged {
-			log.Warningf("All-down CNAME %s refused at the apex %s: every declared target is answered", ad.cname, name)
+			log.Warningf("All-down CNAME %s refused at the apex %s: every declared target is answered", ad.cname, h.Name)
 			policyErrors.WithLabelValues(g.zone, "all-down").Inc()
 		}
 		return nil
 	}
+	if ad.cname != "" && h.OtherTypes {
+		return nil
+	}
 	return ad
+}
+
+// maxBesideLogs caps the lines one walk logs about all-down CNAMEs beside
+// other data (a Corefile all_down CNAME applies to every host).
+const maxBesideLogs = 10
+
+// cnameBesideData reports whether h's policy has an all-down CNAME that
+// h's other data refuses (allDownFor), and the line the walk logs once.
+func (g *GSLB) cnameBesideData(pol *policy, h *store.Host) (string, bool) {
+	if pol.allDown == nil || pol.allDown.cname == "" || !h.OtherTypes || h.Name == g.zone {
+		return "", false
+	}
+	return fmt.Sprintf("All-down CNAME %s not answered at %s: the host has other data (a CNAME stands alone, RFC 1034 §3.6.2); every declared target answers instead", pol.allDown.cname, h.Name), true
 }
 
 // answerStep counts an answer by strategy and step.
@@ -425,15 +445,19 @@ func stepText(pol *policy, d *decision) string {
 }
 
 // settleAllDown takes back an all-down decision the name cannot have (a
-// CNAME at the apex): every declared target answers instead, as without
-// all-down.
-func (g *GSLB) settleAllDown(pol *policy, name string, ds ...*decision) {
-	if g.allDownFor(pol, name) != nil {
+// CNAME at the apex or beside other data): every declared target answers
+// instead, as without all-down.
+func (g *GSLB) settleAllDown(pol *policy, h *store.Host, ds ...*decision) {
+	if g.allDownFor(pol, h) != nil {
 		return
+	}
+	why := whyAllDownRefused
+	if h.Name != g.zone {
+		why = whyAllDownBeside
 	}
 	for _, d := range ds {
 		if d.allDown {
-			d.allDown, d.step, d.why = false, stepAll, whyAllDownRefused
+			d.allDown, d.step, d.why = false, stepAll, why
 		}
 	}
 }

@@ -201,14 +201,27 @@ func TestAllDownCNAME(t *testing.T) {
 	}
 	// Refused at the apex: the answer falls back to every target.
 	d := decision{allDown: true, step: stepAllDown}
-	g.settleAllDown(pol, zone, &d)
-	if d.allDown || d.step != stepAll {
+	g.settleAllDown(pol, &store.Host{Name: zone}, &d)
+	if d.allDown || d.step != stepAll || d.why != whyAllDownRefused {
 		t.Errorf("CNAME at the apex not refused: %+v", d)
 	}
 	d = decision{allDown: true, step: stepAllDown}
-	g.settleAllDown(pol, app, &d)
+	g.settleAllDown(pol, &store.Host{Name: app}, &d)
 	if !d.allDown {
 		t.Errorf("CNAME below the apex refused")
+	}
+	// Refused beside other data at the host (RFC 1034 §3.6.2).
+	d = decision{allDown: true, step: stepAllDown}
+	g.settleAllDown(pol, &store.Host{Name: app, OtherTypes: true}, &d)
+	if d.allDown || d.step != stepAll || d.why != whyAllDownBeside {
+		t.Errorf("CNAME beside other data not refused: %+v", d)
+	}
+	// Addresses stand beside other data.
+	g2, pol2 := composed(t, "strategy roundRobin", propAllDown, "198.18.9.9")
+	d = decision{allDown: true, step: stepAllDown}
+	g2.settleAllDown(pol2, &store.Host{Name: app, OtherTypes: true}, &d)
+	if !d.allDown {
+		t.Errorf("all-down addresses refused beside other data")
 	}
 }
 

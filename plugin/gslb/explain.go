@@ -42,7 +42,7 @@ func (g *GSLB) serveExplain(ctx context.Context, state request.Request) (int, er
 	cl := g.clientOf(ctx, state, ecs)
 	d := g.decide(pol, views, &cl, false)
 	d6 := g.decide(pol, views, &cl, true)
-	g.settleAllDown(pol, h.Name, &d, &d6)
+	g.settleAllDown(pol, h, &d, &d6)
 
 	source := "default"
 	switch {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coredns/coredns/plugin/ready"
 	"github.com/fleetdns/fleetdns/internal/store"
 	"github.com/fleetdns/fleetdns/plugin/gslb/fleet"
 
@@ -194,13 +195,18 @@ func (g *GSLB) indexPeerAddrs(ps *peerSet) {
 // of a health verdict, coalesced over notify_delay, and notifies the peers
 // when its serial moved.
 func (g *GSLB) runPublish(ctx context.Context, changed, verdicts <-chan struct{}) {
-	g.publish()
+	// retry is set while the view waits for localtargets' first verdicts.
+	var retry <-chan time.Time
+	if !g.publish() {
+		retry = time.After(verdictsRetry)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-verdicts:
+		case <-retry:
 		}
 		select {
 		case <-ctx.Done():
@@ -216,15 +222,33 @@ func (g *GSLB) runPublish(ctx context.Context, changed, verdicts <-chan struct{}
 		case <-verdicts:
 		default:
 		}
-		g.publish()
+		retry = nil
+		if !g.publish() {
+			retry = time.After(verdictsRetry)
+		}
 	}
 }
 
+// verdictsRetry is how often the view is tried again while localtargets'
+// first health checks run.
+const verdictsRetry = 100 * time.Millisecond
+
 // publish sets the view: every GSLB host this cluster declares, with its
-// healthy targets, the TTL it answers with and its gslb/* policy.
-func (g *GSLB) publish() {
+// healthy targets, the TTL it answers with and its gslb/* policy. Its serial
+// follows the record store's SOA serial of the zone (fleet.Publisher.SetData),
+// the clock's only where no zone of the store holds the gslb zone.
+//
+// It publishes nothing (and reports false) until localtargets' first health
+// checks ran (its readiness): a target not checked yet is not healthy, and a
+// view without it would withdraw this cluster's targets from its peers
+// while a (re)started replica checks, and count verdict changes that the
+// other replicas did not see.
+func (g *GSLB) publish() bool {
 	if g.store == nil || !g.store.Synced() {
-		return
+		return true // the store's first sync signals
+	}
+	if r, ok := g.local.(ready.Readiness); ok && !r.Ready() {
+		return false
 	}
 	var hosts []fleet.Host
 	g.store.Hosts(g.zone, func(h *store.Host) bool {
@@ -235,9 +259,17 @@ func (g *GSLB) publish() {
 		hosts = append(hosts, fleet.Host{Name: h.Name, A: a, AAAA: aaaa, TTL: g.ttlOf(g.policyOf(h), h), Policy: policyProps(h)})
 		return true
 	})
-	serial, changed := g.pub.Set(hosts)
+	var serial uint32
+	var changed bool
+	if soa := g.store.NegativeSOA(g.zone); soa != nil {
+		// Derived from the data: replicas of this cluster serving the
+		// same objects publish the same serial for the same view.
+		serial, changed = g.pub.SetData(hosts, soa.Serial)
+	} else {
+		serial, changed = g.pub.Set(hosts)
+	}
 	if !changed {
-		return
+		return true
 	}
 	fleetSerial.WithLabelValues(g.zone).Set(float64(serial))
 	to := slices.Clone(g.fl.alsoNotify)
@@ -247,6 +279,7 @@ func (g *GSLB) publish() {
 		}
 	}
 	g.pub.Notify(g.ctx, to)
+	return true
 }
 
 // policyProps are the host's gslb/* properties, as published in the view;
@@ -337,6 +370,12 @@ func (p *peer) fleetCheck(ctx context.Context) bool {
 				g.reindex()
 			}
 		}
+	case fleet.Reason(err) == fleet.ReasonBackwards:
+		// A replica behind the one that served the view held answered:
+		// the peer is up, and its newer view is kept (the follower takes
+		// a lower serial only after split_brain_threshold of them).
+		result = fleet.ReasonBackwards
+		p.observe(nil)
 	default:
 		result = fleet.Reason(err)
 		if result == fleet.ReasonUnreachable {
@@ -378,6 +417,7 @@ func (p *peer) follower() *fleet.Follower {
 		p.followers = map[string]*fleet.Follower{}
 	}
 	f := fleet.NewFollower(p.g.zone, addr, p.g.fl.keys, p.g.fl.limits)
+	f.SetMaxBehind(p.g.splitBrain)
 	p.followers[addr] = f
 	return f
 }

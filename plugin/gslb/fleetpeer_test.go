@@ -358,6 +358,11 @@ func TestFleetHostileViewKeepsLastGood(t *testing.T) {
 		if m := ask(t, g, "h1."+zone, dns.TypeA); len(m.Answer) != 0 {
 			t.Errorf("%s: a host of the refused view is answered: %v", c.result, m.Answer)
 		}
+		// A serial behind the view held is an answer (a replica behind
+		// the others): the peer is up, not failing.
+		if st := g.peers.Load().byTag["us"].state(time.Now()); c.result == fleet.ReasonBackwards && st != stateUp {
+			t.Errorf("a peer answering a serial behind its view is %s, want up", st)
+		}
 	}
 	if st := g.peers.Load().byTag["ap"].state(time.Now()); st != stateUp {
 		t.Errorf("the good peer is %s after the other's hostile views, want up", st)

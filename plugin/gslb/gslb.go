@@ -77,6 +77,11 @@ type GSLB struct {
 	ready    atomic.Bool
 	flight   singleflight.Group
 	badPol   sync.Map // host -> property values last logged as invalid
+	// cnameBeside holds the hosts whose all-down CNAME their other data
+	// refuses, as of the last walk: logged once each (no more than the
+	// store's hosts).
+	besideMu    sync.Mutex
+	cnameBeside map[string]struct{}
 
 	// policies caches the parsed policy of hosts with GSLB properties,
 	// keyed by the store's immutable *store.Host.
@@ -231,7 +236,7 @@ func (g *GSLB) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (
 	ttl := g.ttlOf(pol, h)
 	owner := state.QName()
 	if d.allDown {
-		g.settleAllDown(pol, h.Name, &d, &d6)
+		g.settleAllDown(pol, h, &d, &d6)
 	}
 	if d.allDown {
 		// No tag has targets of either family: both families alike.

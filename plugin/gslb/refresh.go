@@ -133,12 +133,16 @@ func (g *GSLB) walk() {
 		return
 	}
 	var names []string
+	var beside []string // lines about all-down CNAMEs beside other data, by host
 	g.store.Hosts(g.zone, func(h *store.Host) bool {
 		if !g.isGSLBHost(h) {
 			return true
 		}
 		names = append(names, h.Name)
-		_, errs := hostPolicy(&g.defaults, h.Properties, h.Labels)
+		pol, errs := hostPolicy(&g.defaults, h.Properties, h.Labels)
+		if line, ok := g.cnameBesideData(pol, h); ok {
+			beside = append(beside, h.Name, line)
+		}
 		if len(errs) == 0 {
 			g.badPol.Delete(h.Name)
 			return true
@@ -157,6 +161,7 @@ func (g *GSLB) walk() {
 		}
 		return true
 	})
+	g.logBeside(beside)
 	slices.Sort(names)
 	names = slices.Compact(names)
 	// Policies of replaced host snapshots pile up in the cache: start
@@ -193,6 +198,31 @@ func (g *GSLB) walk() {
 		p.forget(set)
 		p.wake()
 	}
+}
+
+// logBeside logs and counts the hosts whose all-down CNAME their other
+// data refuses (pairs of host and line), once per host when it starts.
+func (g *GSLB) logBeside(beside []string) {
+	g.besideMu.Lock()
+	defer g.besideMu.Unlock()
+	now := make(map[string]struct{}, len(beside)/2)
+	logs := 0
+	for i := 0; i < len(beside); i += 2 {
+		name := beside[i]
+		now[name] = struct{}{}
+		if _, seen := g.cnameBeside[name]; seen {
+			continue
+		}
+		policyErrors.WithLabelValues(g.zone, "all-down").Inc()
+		if logs < maxBesideLogs {
+			log.Warning(beside[i+1])
+		}
+		logs++
+	}
+	if logs > maxBesideLogs {
+		log.Warningf("%d more hosts of %s have an all-down CNAME beside other data, not answered (coredns_gslb_policy_errors_total)", logs-maxBesideLogs, g.zone)
+	}
+	g.cnameBeside = now
 }
 
 // isGSLBHost: an address host of the store (store.Classify: not zone data,

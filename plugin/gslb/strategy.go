@@ -219,6 +219,7 @@ const (
 	whyFallbackEmpty    = "the client's tag and its fallback order have no targets: all targets"
 	whyAllDown          = "no tag has targets: the all-down answer"
 	whyAllDownRefused   = "no tag has targets, the all-down CNAME is refused at the apex: all targets"
+	whyAllDownBeside    = "no tag has targets, the all-down CNAME is refused beside the host's other data: all targets"
 )
 
 // decision is what a strategy chose.

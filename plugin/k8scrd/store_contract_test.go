@@ -61,3 +61,27 @@ func TestStoreContract(t *testing.T) {
 	default:
 	}
 }
+
+// TestStoreHostOtherTypes: the store says which hosts hold records of other
+// types than A and AAAA, for gslb's all-down CNAME (RFC 1034 §3.6.2).
+func TestStoreHostOtherTypes(t *testing.T) {
+	k, dir := newTestPlugin(t, "example.org", "", map[string]string{
+		"a.yaml": testkit.DNSEndpoint("apps", "a", nil,
+			testkit.EP("plain.example.org", "A", 0, "192.0.2.1"),
+			testkit.EP("both.example.org", "AAAA", 0, "2001:db8::1"),
+			testkit.EP("txt.example.org", "A", 0, "192.0.2.2"),
+			testkit.EP("txt.example.org", "TXT", 0, "v=1")),
+	})
+	s := k.Store()
+	for name, want := range map[string]bool{"plain.example.org.": false, "both.example.org.": false, "txt.example.org.": true} {
+		if h, ok := s.Host(name); !ok || h.OtherTypes != want {
+			t.Errorf("Host(%s) = %+v, %v; want OtherTypes %v", name, h, ok, want)
+		}
+	}
+	// The TXT goes: the host holds addresses alone again.
+	writeFile(t, dir, "a.yaml", testkit.DNSEndpoint("apps", "a", nil, testkit.EP("txt.example.org", "A", 0, "192.0.2.2")))
+	testkit.Eventually(t, 5*time.Second, "OtherTypes cleared when the TXT goes", func() bool {
+		h, ok := s.Host("txt.example.org.")
+		return ok && !h.OtherTypes
+	})
+}

@@ -54,17 +54,45 @@
 //
 // # The serial
 //
-// The SOA serial moves when, and only when, the view changes. A new serial
-// is the clock's, the Unix time in sixteenths of a second modulo 2^32, or
-// the previous serial plus one when that is not larger in RFC 1982 serial
-// arithmetic; so it is strictly increasing, and after a restart it starts
-// from the clock again. That is larger than anything published before as
-// long as the serial never ran ahead of the clock by more than the restart
-// took, which needs more than 16 changes a second sustained (gslb gathers
-// changes over 100 ms before Set). The serial wraps every 8.5 years, which
-// serial arithmetic allows. A Follower refuses a serial that moves
-// backwards, keeping the last good view until the peer's serial passes it
-// again.
+// The SOA serial moves when the view changes, and never backwards in one
+// publisher. A cluster's view is often served by several replicas behind one
+// address (a Deployment behind a Service), and a peer reaches any of them:
+// their serials must agree for the same view, or the peer would transfer the
+// view at every check, or see it go back. So the serial is derived from the
+// data (SetData), not from the moment a replica saw it:
+//
+//   - Its base is the data serial, the record store's SOA serial of the zone,
+//     which replicas serving the same objects share (an etcd revision, a
+//     file time, or the serial of an SOA in the data), shifted left by 8:
+//     data << 8, modulo 2^32. A new view, or a new data serial with the same
+//     view, is published at that base when it is larger (RFC 1982): the
+//     view's serial follows the data even when the view did not change, so
+//     that a replica that starts later agrees with those that saw the
+//     changes.
+//   - A change of the view that the data serial does not count (a health
+//     verdict of this replica's checks, a target that the EndpointSlices
+//     withdraw) takes the last serial plus one. Replicas that saw the same
+//     changes since the data last moved agree; one that missed a change (it
+//     started after it) is behind until the data moves again. After 255
+//     such changes the serial runs into the next data serial's place, still
+//     increasing (replicas may then differ until the data moves past it).
+//   - Forward means newer data: a replica that has not seen a change yet
+//     answers a serial behind the one a peer holds. A Follower refuses it
+//     (ReasonBackwards, the peer is up) and keeps the newer view; it takes
+//     the lower serial only after SetMaxBehind of nothing else (the peer's
+//     data went back for good: restored, re-created). Because replicas may
+//     hold different views at one serial (one restarted and counts its
+//     verdict changes from the base again), a Follower that saw a serial
+//     behind the view it holds transfers the next view whole (AXFR, no
+//     IXFR) and verifies the serial it holds once the same way.
+//
+// A data serial is compared across 2^23 steps at most (8 million etcd
+// writes, or 97 days of file times, between two checks of a peer). Set,
+// without a data serial, takes the clock: the Unix time in sixteenths of a
+// second modulo 2^32, or the previous serial plus one when that is not
+// larger; so it is strictly increasing, and after a restart larger than
+// anything published before as long as it never ran ahead of the clock by
+// more than the restart took.
 //
 // # Caps
 //

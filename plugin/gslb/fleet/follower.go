@@ -72,7 +72,21 @@ type Follower struct {
 
 	mu  sync.Mutex // serializes Check
 	cur atomic.Pointer[followed]
+
+	// A peer is a cluster, often several replicas behind one address:
+	// one that is behind the others answers a lower serial for a moment,
+	// and a restarted one counts its verdict changes from the data serial
+	// again. Under mu.
+	maxBehind   time.Duration // how long only lower serials are refused before the peer's view is taken anyway
+	behindSince time.Time     // since when every answer was a lower serial; zero when the last was not
+	suspect     bool          // a lower serial was seen since the view held was transferred or verified
+	verified    uint32        // the serial held, verified by a whole transfer after a lower one (when verifiedOK)
+	verifiedOK  bool
 }
+
+// DefaultMaxBehind is how long a Follower refuses a peer's serial that is
+// behind the view it holds, before it takes the peer's view all the same.
+const DefaultMaxBehind = time.Minute
 
 // followed is a view a Follower holds.
 type followed struct {
@@ -83,7 +97,20 @@ type followed struct {
 // NewFollower returns a Follower of the view of zone served at peerAddr
 // (host:port), with TSIG when keys is not nil.
 func NewFollower(zone, peerAddr string, keys *Keys, lim Limits) *Follower {
-	return &Follower{names: newNames(zone), peer: peerAddr, keys: keys, lim: lim.withDefaults()}
+	return &Follower{names: newNames(zone), peer: peerAddr, keys: keys, lim: lim.withDefaults(), maxBehind: DefaultMaxBehind}
+}
+
+// SetMaxBehind sets how long only serials behind the view held are refused
+// (a replica behind the others, ReasonBackwards) before the peer's view is
+// transferred whole and taken, lower serial and all: the peer's data went
+// back for good (restored, re-created). Zero or less is DefaultMaxBehind.
+func (f *Follower) SetMaxBehind(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d <= 0 {
+		d = DefaultMaxBehind
+	}
+	f.maxBehind = d
 }
 
 // Peer returns the peer's address.
@@ -113,32 +140,67 @@ func (f *Follower) Check(ctx context.Context) (v *View, changed bool, err error)
 	if err != nil {
 		return last, false, err
 	}
+	// full: a whole transfer (AXFR) taken as the view, whatever its serial,
+	// instead of an IXFR from the serial held.
+	full := false
 	if cur != nil {
-		if serial == cur.view.Serial {
-			return last, false, nil
-		}
-		if serialLess(serial, cur.view.Serial) {
-			return last, false, checkErr(ReasonBackwards, "%s at %s: serial %d is behind %d", f.names.apex, f.peer, serial, cur.view.Serial)
+		held := cur.view.Serial
+		switch {
+		case serialLess(serial, held):
+			// A replica behind the one that served the view held (or a
+			// restarted one): the view held is newer. Refused, and the
+			// next answer at or above it is transferred whole, since this
+			// peer's replicas may hold different views at one serial.
+			f.suspect = true
+			if f.behindSince.IsZero() {
+				f.behindSince = time.Now()
+			}
+			if time.Since(f.behindSince) < f.maxBehind {
+				return last, false, checkErr(ReasonBackwards, "%s at %s: serial %d is behind %d", f.names.apex, f.peer, serial, held)
+			}
+			log.Infof("%s at %s: serial %d is behind %d for over %s: the peer's view is taken", f.names.apex, f.peer, serial, held, f.maxBehind)
+			full = true
+		case serial == held:
+			f.behindSince = time.Time{}
+			if !f.suspect || (f.verifiedOK && f.verified == held) {
+				f.suspect = false
+				return last, false, nil
+			}
+			full = true // verified once
+		default:
+			f.behindSince = time.Time{}
+			full = f.suspect
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, transferTimeout)
 	defer cancel()
 	var next *followed
-	if cur != nil {
+	switch {
+	case full:
+		next, err = f.transfer(ctx, dns.TypeAXFR, nil)
+	case cur != nil:
 		next, err = f.transfer(ctx, dns.TypeIXFR, cur)
 		if errors.Is(err, errIXFRApply) {
 			log.Infof("%v: AXFR instead", err)
 			next, err = f.transfer(ctx, dns.TypeAXFR, cur)
 		}
-	} else {
+	default:
 		next, err = f.transfer(ctx, dns.TypeAXFR, nil)
 	}
 	if err != nil {
 		return last, false, err
 	}
+	if full {
+		f.suspect, f.behindSince = false, time.Time{}
+		f.verified, f.verifiedOK = next.view.Serial, true
+		if next.view.Serial == cur.view.Serial && hostsEqual(next.view.Hosts, cur.view.Hosts) {
+			return last, false, nil
+		}
+	}
 	if next == nil { // up to date after all
 		return last, false, nil
 	}
+	f.verifiedOK = f.verifiedOK && f.verified == next.view.Serial
 	f.cur.Store(next)
 	return next.view, true, nil
 }

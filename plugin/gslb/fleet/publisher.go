@@ -78,24 +78,41 @@ func (p *Publisher) View() *View {
 	return nil
 }
 
-// Set publishes hosts as the new view. Hosts need not be sorted; names are
-// made fully qualified and lower case, hosts outside the zone, duplicates and
-// what exceeds the caps are left out (and logged). The serial moves only when
-// the view changes, and never backwards (see the package doc); changed says
-// whether it did. The caller then sends Notify.
+// Set publishes hosts as the new view, at a serial from the clock. Hosts
+// need not be sorted; names are made fully qualified and lower case, hosts
+// outside the zone, duplicates and what exceeds the caps are left out (and
+// logged). The serial moves only when the view changes, and never backwards
+// (see the package doc); changed says whether it did. The caller then sends
+// Notify. A cluster of several replicas uses SetData instead.
 func (p *Publisher) Set(hosts []Host) (serial uint32, changed bool) {
+	return p.set(hosts, clockSerial(time.Now()), false)
+}
+
+// SetData publishes hosts as Set does, at a serial derived from data: the
+// record store's SOA serial of the zone, which replicas serving the same
+// data share. The view's serial is data << 8 when that is larger than the
+// last, else the last plus one (a change of the view that the data serial
+// does not account for, as a health verdict); and it follows data even when
+// the hosts did not change, so that replicas that saw the same data and the
+// same verdict changes publish the same serial for the same view (see the
+// package doc).
+func (p *Publisher) SetData(hosts []Host, data uint32) (serial uint32, changed bool) {
+	return p.set(hosts, viewSerial(data), true)
+}
+
+func (p *Publisher) set(hosts []Host, base uint32, follow bool) (serial uint32, changed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	hs := p.normalize(hosts)
 	old := p.cur.Load()
-	if old != nil && hostsEqual(old.view.Hosts, hs) {
-		return old.view.Serial, false
-	}
 	var prev uint32
 	if old != nil {
 		prev = old.view.Serial
+		if hostsEqual(old.view.Hosts, hs) && (!follow || !serialLess(prev, base)) {
+			return prev, false
+		}
 	}
-	serial = nextSerial(prev, old == nil, time.Now())
+	serial = nextSerial(prev, old == nil, base)
 	st := p.build(hs, serial, old)
 	if old != nil {
 		st.journal = p.journal(old, st)

@@ -7,6 +7,12 @@ import "time"
 // sustained, and gslb gathers changes over 100 ms before it publishes them.
 const serialTicks = 16
 
+// dataShift is how far a data serial is shifted left in the view's serial:
+// the low bits count the changes of the view that the data serial does not
+// account for (health verdicts), 255 of them before the view's serial
+// borrows the next data serial's place (see the package doc).
+const dataShift = 8
+
 // serialLess reports a < b in RFC 1982 serial number arithmetic (32 bits).
 func serialLess(a, b uint32) bool {
 	return a != b && (b-a) < 1<<31
@@ -19,13 +25,18 @@ func clockSerial(now time.Time) uint32 {
 	return uint32(now.Unix()*serialTicks + int64(now.Nanosecond())/(int64(time.Second)/serialTicks))
 }
 
-// nextSerial is the serial after prev (none when first): the clock's when
-// that is larger, else prev+1, so it is strictly increasing and restarts
-// from the clock (see the package doc).
-func nextSerial(prev uint32, first bool, now time.Time) uint32 {
-	t := clockSerial(now)
-	if first || serialLess(prev, t) {
-		return t
+// viewSerial is the place of a data serial (the record store's SOA serial
+// of the zone) among the view's serials: data << 8, modulo 2^32.
+func viewSerial(data uint32) uint32 { return data << dataShift }
+
+// nextSerial is the serial after prev (none when first) for a view whose
+// base is base (the clock's serial, or viewSerial of the data's): base when
+// that is larger, else prev+1, so it is strictly increasing in one
+// publisher, and equal in publishers that saw the same data and the same
+// changes (see the package doc).
+func nextSerial(prev uint32, first bool, base uint32) uint32 {
+	if first || serialLess(prev, base) {
+		return base
 	}
 	return prev + 1
 }

@@ -104,22 +104,22 @@ func TestDecodeRefusesMalformedHosts(t *testing.T) {
 func TestSerialIsTheClockAndStrictlyIncreasing(t *testing.T) {
 	now := time.Unix(1_800_000_000, 500_000_000)
 	clock := uint32((1_800_000_000*16 + 8) % (1 << 32))
-	if s := nextSerial(0, true, now); s != clock {
+	if s := nextSerial(0, true, clockSerial(now)); s != clock {
 		t.Errorf("first serial %d, want the Unix time in sixteenths of a second mod 2^32, %d", s, clock)
 	}
-	if s := nextSerial(clock, false, now); s != clock+1 {
+	if s := nextSerial(clock, false, clockSerial(now)); s != clock+1 {
 		t.Errorf("second change in the same sixteenth: %d, want +1", s)
 	}
-	if s := nextSerial(clock-1000, false, now); s != clock {
+	if s := nextSerial(clock-1000, false, clockSerial(now)); s != clock {
 		t.Errorf("after a while: %d, want the clock", s)
 	}
 	// RFC 1982: past 2^32 the serial wraps and is still larger.
-	if s := nextSerial(0xffffffff, false, time.Unix(0, 0)); s != 0 || !serialLess(0xffffffff, s) {
+	if s := nextSerial(0xffffffff, false, clockSerial(time.Unix(0, 0))); s != 0 || !serialLess(0xffffffff, s) {
 		t.Errorf("wrap: %d, want 0 and larger than 0xffffffff in serial arithmetic", s)
 	}
 	// The clock itself wraps every 2^32/16 seconds; the serial goes on.
-	before := nextSerial(0, true, time.Unix(1<<28-1, 0))
-	if s := nextSerial(before, false, time.Unix(1<<28+1, 0)); !serialLess(before, s) {
+	before := nextSerial(0, true, clockSerial(time.Unix(1<<28-1, 0)))
+	if s := nextSerial(before, false, clockSerial(time.Unix(1<<28+1, 0))); !serialLess(before, s) {
 		t.Errorf("clock wrap: %d after %d, want larger", s, before)
 	}
 	// A restart: the new first serial is above what a busy predecessor
@@ -127,9 +127,9 @@ func TestSerialIsTheClockAndStrictlyIncreasing(t *testing.T) {
 	prev, first := uint32(0), true
 	start := time.Unix(1_800_000_000, 0)
 	for i := range 10 * 60 * 15 { // ten minutes of 15 changes a second
-		prev, first = nextSerial(prev, first, start.Add(time.Duration(i)*time.Second/15)), false
+		prev, first = nextSerial(prev, first, clockSerial(start.Add(time.Duration(i)*time.Second/15))), false
 	}
-	if s := nextSerial(0, true, start.Add(10*time.Minute+100*time.Millisecond)); !serialLess(prev, s) {
+	if s := nextSerial(0, true, clockSerial(start.Add(10*time.Minute+100*time.Millisecond))); !serialLess(prev, s) {
 		t.Errorf("restart 0.1 s after ten busy minutes: %d, not above %d", s, prev)
 	}
 }

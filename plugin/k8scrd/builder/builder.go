@@ -502,6 +502,8 @@ func (b *Builder) merge(name, zone string) (*tree.Node, string) {
 	if unready {
 		h.Withdrawn = withdrawn(name, kept, sets)
 	}
+	// gslb answers no all-down CNAME beside other data (RFC 1034 §3.6.2).
+	h.OtherTypes = slices.ContainsFunc(sets, func(s tree.Merged) bool { return s.Type != dns.TypeA && s.Type != dns.TypeAAAA })
 	n := tree.NewNode(h, sets)
 	n.Cut = name != zone && n.Get(dns.TypeNS) != nil
 	return n, owner
