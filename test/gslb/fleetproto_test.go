@@ -99,6 +99,13 @@ func TestFleetChangeCrossesTheFleetWithinASecond(t *testing.T) {
 	f := newFleet(t)
 	o, metrics := fleetOn(t, f, 30*time.Second, "")
 	f.start(t, o)
+	// Until a peer's first view is installed, a query for a host asks that
+	// peer per host (the fallback of a peer not yet followed); from then
+	// on, none should be needed.
+	perHost := map[string]float64{}
+	for _, tag := range tags {
+		perHost[tag] = metricSum(t, metrics[tag], "coredns_gslb_peer_query_duration_seconds_count")
+	}
 
 	const changes = 20
 	var took []time.Duration
@@ -121,8 +128,8 @@ func TestFleetChangeCrossesTheFleetWithinASecond(t *testing.T) {
 	}
 	// No per-host query was needed: every peer serves a view.
 	for _, tag := range tags {
-		if n := metricSum(t, metrics[tag], "coredns_gslb_peer_query_duration_seconds_count"); n != 0 {
-			t.Errorf("%s sent %v per-host peer queries, want none between fleetdns clusters", tag, n)
+		if n := metricSum(t, metrics[tag], "coredns_gslb_peer_query_duration_seconds_count") - perHost[tag]; n != 0 {
+			t.Errorf("%s sent %v per-host peer queries during the changes, want none between fleetdns clusters", tag, n)
 		}
 	}
 }
