@@ -291,24 +291,34 @@ func (c *cluster) watch(kind, resource string, client cache.Getter, example runt
 	indexers = c.gslbIndexers(kind, indexers)
 	for _, ns := range namespaces {
 		lw := cache.NewFilteredListWatchFromClient(client, resource, ns, func(o *metav1.ListOptions) { o.LabelSelector = labels })
-		inf := cache.NewSharedIndexInformer(lw, example, 0, indexers)
-		if err := inf.SetTransform(object.Trim); err != nil {
+		if err := c.inform(w, ns, resource, lw, example, indexers, object.Trim, h); err != nil {
 			return nil, err
 		}
-		if err := inf.SetWatchErrorHandler(watchError(resource, ns)); err != nil {
-			return nil, err
-		}
-		reg, err := inf.AddEventHandler(h)
-		if err != nil {
-			return nil, err
-		}
-		w.byNS[ns] = inf
-		c.mu.Lock()
-		c.synced = append(c.synced, reg.HasSynced)
-		c.mu.Unlock()
 	}
 	c.run(kind, w)
 	return w, nil
+}
+
+// inform adds to w the informer of namespace ns over lw, its objects cut
+// down by transform as they arrive, its errors logged once per change
+// (watchError) and its first listing awaited with the others'.
+func (c *cluster) inform(w *watched, ns, resource string, lw cache.ListerWatcher, example runtime.Object, indexers cache.Indexers, transform cache.TransformFunc, h cache.ResourceEventHandler) error {
+	inf := cache.NewSharedIndexInformer(lw, example, 0, indexers)
+	if err := inf.SetTransform(transform); err != nil {
+		return err
+	}
+	if err := inf.SetWatchErrorHandler(watchError(resource, ns)); err != nil {
+		return err
+	}
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return err
+	}
+	w.byNS[ns] = inf
+	c.mu.Lock()
+	c.synced = append(c.synced, reg.HasSynced)
+	c.mu.Unlock()
+	return nil
 }
 
 // run starts w's informers; with kind set, they are the kind's (c.kinds)

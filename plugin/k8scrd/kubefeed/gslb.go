@@ -122,21 +122,9 @@ func (c *cluster) startGslbKind(kind string, namespaces []string) (*watched, err
 				return ri.Watch(ctx, o)
 			},
 		}
-		inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
-		if err := inf.SetTransform(object.TrimGslb); err != nil {
+		if err := c.inform(w, ns, gvr.Resource+"."+group, lw, &unstructured.Unstructured{}, cache.Indexers{}, object.TrimGslb, c.kindHandler(kind)); err != nil {
 			return nil, err
 		}
-		if err := inf.SetWatchErrorHandler(watchError(gvr.Resource+"."+group, ns)); err != nil {
-			return nil, err
-		}
-		reg, err := inf.AddEventHandler(c.kindHandler(kind))
-		if err != nil {
-			return nil, err
-		}
-		w.byNS[ns] = inf
-		c.mu.Lock()
-		c.synced = append(c.synced, reg.HasSynced)
-		c.mu.Unlock()
 	}
 	c.run(kind, w)
 	return w, nil
