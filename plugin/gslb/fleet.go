@@ -382,6 +382,9 @@ func (p *peer) fleetCheck(ctx context.Context) bool {
 			p.next.Add(1) // the next check asks the peer's next address
 		}
 		p.observe(err)
+		// A failed check is asked again after the backoff that observe
+		// set, as any failing peer is, not a whole refresh later.
+		p.nextCheck = now
 	}
 	p.record(func() { fleetChecks.WithLabelValues(g.zone, p.tag, result).Inc() })
 	return !p.noView.Load()

@@ -34,6 +34,7 @@ type viewPeer struct {
 	queries   atomic.Int64 // every request
 	perHost   atomic.Int64 // localtargets- queries
 	soaChecks atomic.Int64
+	dropSOA   atomic.Int64 // SOA queries still to drop unanswered
 }
 
 func startViewPeer(t testing.TB, keys *fleet.Keys, hosts ...fleet.Host) *viewPeer {
@@ -50,6 +51,9 @@ func startViewPeer(t testing.TB, keys *fleet.Keys, hosts ...fleet.Host) *viewPee
 			}
 			if q.Qtype == dns.TypeSOA && r.Opcode == dns.OpcodeQuery {
 				p.soaChecks.Add(1)
+				if p.dropSOA.Add(-1) >= 0 {
+					return // lost: the checker times out
+				}
 			}
 		}
 		h.ServeDNS(w, r)
@@ -463,6 +467,22 @@ func TestFleetSeriesOfGonePeerDeleted(t *testing.T) {
 	}
 	if m := ask(t, g, "only-us."+zone, dns.TypeA); m.Rcode != dns.RcodeNameError {
 		t.Errorf("the host only the gone peer declared: %s, want NXDOMAIN", dns.RcodeToString[m.Rcode])
+	}
+}
+
+// TestFleetFailedCheckRetriedAfterBackoff: a fleet SOA check that times out
+// (a lost packet, a loaded peer) is asked again after the backoff, as the
+// README says of a failing peer, not a whole refresh later: the peer's
+// view is followed within seconds though refresh is 30s.
+func TestFleetFailedCheckRetriedAfterBackoff(t *testing.T) {
+	peer := startViewPeer(t, nil, fleetHost("only-us."+zone, nil, "198.18.1.2"))
+	peer.dropSOA.Store(1)
+	g, _ := newGSLB(t, "gslb "+zone+" {\n geotag eu\n peer us "+peer.addr+"\n refresh 30s\n timeout 200ms\n fleet\n}", newFakeStore(host("www."+zone, "198.18.0.1")))
+	testkit.Eventually(t, 10*time.Second, "the peer's view followed after a lost check", func() bool {
+		return len(addrs(ask(t, g, "only-us."+zone, dns.TypeA))) == 1
+	})
+	if n := peer.soaChecks.Load(); n < 2 {
+		t.Errorf("%d SOA checks, want the lost one and its retry", n)
 	}
 }
 
