@@ -301,7 +301,7 @@ func TestFailingPeerBacksOff(t *testing.T) {
 // datagram from its address stays up and its targets are served.
 func TestStrayDatagramKeepsPeerUp(t *testing.T) {
 	addr := strayServer(t, []byte{0, 0})
-	g, _ := newGSLB(t, fmt.Sprintf("gslb %s {\ngeotag eu\npeer us %s\ntimeout 300ms\nrefresh 200ms\n}", zone, addr), newFakeStore(host(app, "10.0.1.1")))
+	g, _ := newGSLB(t, fmt.Sprintf("gslb %s {\ngeotag eu\npeer us %s\ntimeout 1s\nrefresh 200ms\n}", zone, addr), newFakeStore(host(app, "10.0.1.1")))
 	waitReady(t, g)
 	time.Sleep(time.Second) // several refresh cycles
 	if s := stateOf(g, "us"); s != stateUp {

@@ -191,9 +191,24 @@ func newGSLB(t testing.TB, corefile string, st *storetest.Store) (*GSLB, *next) 
 	return g, n
 }
 
+// waitReady waits for g to be ready, and then for every peer to have
+// answered once or failed twice: ready comes after a first round whether
+// or not the peer answered it, and on a loaded machine one exchange can
+// time out, leaving a live peer down until its retry after the backoff.
 func waitReady(t testing.TB, g *GSLB) {
 	t.Helper()
 	testkit.Eventually(t, 5*time.Second, "gslb ready", g.Ready)
+	testkit.Eventually(t, 10*time.Second, "every peer answered once or failed twice", func() bool {
+		for _, p := range g.peers.Load().byTag {
+			p.mu.Lock()
+			settled := p.lastOK.Load() != 0 || p.fails >= 2
+			p.mu.Unlock()
+			if !settled {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 type queryOpt func(m *dns.Msg, w *test.ResponseWriter)

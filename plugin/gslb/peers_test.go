@@ -101,7 +101,7 @@ func TestBadPeerAnswersAreFailures(t *testing.T) {
 }
 
 func TestNXDOMAINAndNODATAMeanUpWithoutTargets(t *testing.T) {
-	g, us, _ := onePeer(t, "timeout 200ms\nrefresh 200ms", app)
+	g, us, _ := onePeer(t, "timeout 1s\nrefresh 200ms", app)
 	waitReady(t, g)
 	us.set(app) // NODATA
 	testkit.Eventually(t, 5*time.Second, "failover to eu on NODATA", func() bool {

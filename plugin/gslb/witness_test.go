@@ -80,7 +80,7 @@ func witnessFleet(t *testing.T, extra string, witnesses map[string]string) (*GSL
 	g, _ := newGSLB(t, fmt.Sprintf(`gslb %s {
 		geotag us
 		%s
-		timeout 200ms
+		timeout 500ms
 		refresh 200ms
 		split_brain_threshold 1s
 		%s
@@ -108,8 +108,8 @@ func TestWitnessMajorityKeepsAPartitionedPeer(t *testing.T) {
 	gauge := func(s state) float64 { return testutil.ToFloat64(peerState.WithLabelValues(zone, "eu", s.String())) }
 
 	eu.setMode("silent")
+	// Partitioned comes only past split_brain_threshold.
 	testkit.Eventually(t, 5*time.Second, "eu partitioned", func() bool { return stateOf(g, "eu") == statePartitioned })
-	time.Sleep(500 * time.Millisecond) // well past split_brain_threshold
 	if got := addrs(ask(t, g, app, dns.TypeA)); !slices.Equal(got, []string{"10.0.2.1"}) {
 		t.Errorf("partitioned primary: got %v, want its last answer", got)
 	}
@@ -160,7 +160,7 @@ func TestWitnessWithoutAnswersIsTheThreshold(t *testing.T) {
 	eu.setMode("silent")
 	start := time.Now()
 	testkit.Eventually(t, 5*time.Second, "eu down", func() bool { return stateOf(g, "eu") == stateDown })
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); !testkit.Race && d > 3*time.Second {
 		t.Errorf("eu down after %v: the witness delayed the threshold rule (1s)", d)
 	}
 	if x := explainOf(t, g); !strings.Contains(x, "no view from ap,za") {
@@ -183,7 +183,7 @@ func TestWitnessCeiling(t *testing.T) {
 	testkit.Eventually(t, 5*time.Second, "eu partitioned", func() bool { return stateOf(g, "eu") == statePartitioned })
 	start := time.Now()
 	testkit.Eventually(t, 5*time.Second, "eu down at the ceiling", func() bool { return stateOf(g, "eu") == stateDown })
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); !testkit.Race && d > 2*time.Second {
 		t.Errorf("down %v after partitioned, want within the 2s ceiling", d)
 	}
 	if got := addrs(ask(t, g, app, dns.TypeA)); !slices.Equal(got, []string{"10.0.1.1"}) {
@@ -214,7 +214,7 @@ func TestPeersRecord(t *testing.T) {
 		peer eu %s
 		peer ap %s
 		peer zz 127.0.0.1:9
-		timeout 100ms
+		timeout 1s
 		refresh 200ms
 		explain 198.51.100.0/24
 	}`, zone, eu.addr, ap.addr), st)
