@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -415,8 +416,11 @@ func TestIdenticalQueriesInFlightAreCoalesced(t *testing.T) {
 	}`)
 	const n = 5
 	answers := make(chan *dns.Msg, n)
+	var started sync.WaitGroup
+	started.Add(n)
 	for i := range n {
 		go func() {
+			started.Done()
 			r := new(dns.Msg)
 			r.SetQuestion("Example.com.", dns.TypeA)
 			r.Id = uint16(100 + i)
@@ -428,7 +432,10 @@ func TestIdenticalQueriesInFlightAreCoalesced(t *testing.T) {
 			answers <- rec.Msg
 		}()
 	}
-	// Let them all arrive, then let the upstream answer.
+	// Let them all arrive (on a loaded machine a goroutine can start
+	// late), then let the upstream answer.
+	started.Wait()
+	testkit.Eventually(t, 5*time.Second, "the upstream asked", func() bool { return up.queries.Load() >= 1 })
 	time.Sleep(200 * time.Millisecond)
 	close(release)
 	for range n {
