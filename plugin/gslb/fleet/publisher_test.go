@@ -103,9 +103,9 @@ func TestRefusedNotifyIsNotRetried(t *testing.T) {
 		fleet.AnswerNotify(w, r, nil, dns.RcodeRefused)
 	}), nil)
 	p := fleet.NewPublisher(zone, nil, fleet.Limits{})
-	p.Notify(context.Background(), []string{peer}) // before the first Set: nothing to say
+	p.Notify(t.Context(), []string{peer}) // before the first Set: nothing to say
 	p.Set(hosts(1, 0))
-	p.Notify(context.Background(), []string{peer})
+	p.Notify(t.Context(), []string{peer})
 	time.Sleep(time.Second) // longer than the first backoff
 	if got := n.Load(); got != 1 {
 		t.Fatalf("%d NOTIFYs, want 1 (REFUSED is an answer)", got)
@@ -153,7 +153,7 @@ func TestNotifyIsRetriedUntilThePeerListens(t *testing.T) {
 	pc.Close() // nobody listens: ICMP port unreachable
 	p := fleet.NewPublisher(zone, nil, fleet.Limits{})
 	p.Set(hosts(1, 0))
-	p.Notify(context.Background(), []string{addr})
+	p.Notify(t.Context(), []string{addr})
 	time.Sleep(400 * time.Millisecond)
 	got := make(chan uint32, 8)
 	fleettest.Serve(t, addr, dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {

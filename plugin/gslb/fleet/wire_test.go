@@ -26,30 +26,41 @@ func hosts(n, gen int) []fleet.Host { return fleettest.Hosts(zone, n, gen) }
 // number of answer records written.
 type recorder struct {
 	h        dns.Handler
-	inflight sync.WaitGroup
 	mu       sync.Mutex
+	done     sync.Cond // signalled under mu when inflight drops
+	inflight int
 	qs       []string // "AXFR 1234" (type, answer records)
 }
 
 func (rec *recorder) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
-	rec.inflight.Add(1)
-	defer rec.inflight.Done()
+	if r.Opcode != dns.OpcodeQuery || len(r.Question) != 1 {
+		// Not a follower's: a stray NOTIFY that another test's
+		// publisher retried to a port this server now holds.
+		rec.h.ServeDNS(w, r)
+		return
+	}
 	rec.mu.Lock()
 	i := len(rec.qs)
 	rec.qs = append(rec.qs, "")
+	rec.inflight++
 	rec.mu.Unlock()
 	cw := &countingWriter{ResponseWriter: w}
 	rec.h.ServeDNS(cw, r)
 	rec.mu.Lock()
 	rec.qs[i] = fmt.Sprintf("%s %d", dns.TypeToString[r.Question[0].Qtype], cw.n)
+	rec.inflight--
+	rec.done.Broadcast()
 	rec.mu.Unlock()
 }
 
-// take returns the requests so far, in order of arrival, and forgets them.
+// take returns the requests so far, in order of arrival, once none is in
+// flight, and forgets them.
 func (rec *recorder) take() []string {
-	rec.inflight.Wait()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
+	for rec.inflight > 0 {
+		rec.done.Wait()
+	}
 	qs := rec.qs
 	rec.qs = nil
 	return qs
@@ -70,6 +81,7 @@ func publish(t *testing.T, keys *fleet.Keys, lim fleet.Limits) (*fleet.Publisher
 	t.Helper()
 	p := fleet.NewPublisher(zone, keys, lim)
 	rec := &recorder{h: fleettest.Handler(p)}
+	rec.done.L = &rec.mu
 	return p, rec, fleettest.Serve(t, "127.0.0.1:0", rec, keys.Secrets())
 }
 
@@ -326,7 +338,7 @@ func TestNotifyIsSignedRetriedAndCoalesced(t *testing.T) {
 
 	p := fleet.NewPublisher(zone, keys, fleet.Limits{})
 	s1, _ := p.Set(hosts(3, 0))
-	ctx := context.Background()
+	ctx := t.Context() // no retry outlives the test
 	p.Notify(ctx, []string{peer})
 	s2, _ := p.Set(hosts(3, 1))
 	p.Notify(ctx, []string{peer}) // folded into one after the first
