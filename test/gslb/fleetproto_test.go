@@ -120,9 +120,8 @@ func TestFleetChangeCrossesTheFleetWithinASecond(t *testing.T) {
 	f := newFleet(t)
 	o, metrics := fleetOn(t, f, 30*time.Second, "")
 	f.start(t, o)
-	// Until a peer's first view is installed, a query for a host asks that
-	// peer per host (the fallback of a peer not yet followed); from then
-	// on, none should be needed.
+	// From when every view is held, no per-host query should be needed.
+	holdViews(t, metrics)
 	perHost := map[string]float64{}
 	for _, tag := range tags {
 		perHost[tag] = metricSum(t, metrics[tag], "coredns_gslb_peer_query_duration_seconds_count")
