@@ -46,12 +46,16 @@ func TestStrayDatagramBeforeThePeersAnswer(t *testing.T) {
 	if after-before < 2 {
 		t.Errorf("the peer was asked %d times in 4 s, want it refreshed", after-before)
 	}
+	// A stray datagram taken as the answer fails as network or malformed;
+	// a timeout is an exchange that a loaded machine made slow (the peer
+	// goes stale until the next refresh), not the stray's doing.
 	text := harness.Scrape(t, c.metrics)
-	if v := text.Sum("coredns_gslb_peer_failures_total", "peer", "us"); v != 0 {
-		t.Errorf("coredns_gslb_peer_failures_total{peer=\"us\"} = %v, want 0", v)
+	if v := text.Sum("coredns_gslb_peer_failures_total", "peer", "us") - text.Sum("coredns_gslb_peer_failures_total", "peer", "us", "reason", "timeout"); v != 0 {
+		t.Errorf("coredns_gslb_peer_failures_total{peer=\"us\",reason!=\"timeout\"} = %v, want 0", v)
 	}
-	if v := text.Sum("coredns_gslb_peer_state", "peer", "us", "state", "up"); v != 1 {
-		t.Errorf("coredns_gslb_peer_state{peer=\"us\",state=\"up\"} = %v, want 1\n%s", v, explain(t, c.Addr, host))
-	}
+	testkit.Eventually(t, 5*time.Second, "the stray peer up", func() (bool, string) {
+		v := harness.Scrape(t, c.metrics).Sum("coredns_gslb_peer_state", "peer", "us", "state", "up")
+		return v == 1, fmt.Sprintf("coredns_gslb_peer_state{peer=\"us\",state=\"up\"} = %v, want 1\n%s", v, explain(t, c.Addr, host))
+	})
 	t.Logf("%d peer queries, each after a stray datagram; explain:\n%s", after, explain(t, c.Addr, host))
 }

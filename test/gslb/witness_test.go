@@ -45,6 +45,9 @@ func startInNetNS(t *testing.T, ns *harness.NetNS, name, corefile string, files 
 // witnessCorefile is a cluster's GSLB block with the shipped words (fleet
 // on, no witness block: the peers' addresses may ask _gslb-peers), static
 // peers, and the test's short timings; explain for the test's own address.
+// The timeout is witnessTimeout, not peerTimeout: a witness round whose
+// query to ap times out has no vouch for eu, and us would fail eu over
+// while the test wants it kept.
 func witnessCorefile(c *witnessCluster, peers map[string]*witnessCluster, za string) string {
 	var lines strings.Builder
 	for _, tag := range tags {
@@ -70,8 +73,13 @@ func witnessCorefile(c *witnessCluster, peers map[string]*witnessCluster, za str
     }
     errors
 }
-`, zone, c.ns.Addr(0), c.tag, lines.String(), peerTimeout, peerRefresh, splitBrain, c.ns.Host)
+`, zone, c.ns.Addr(0), c.tag, lines.String(), witnessTimeout, peerRefresh, splitBrain, c.ns.Host)
 }
+
+// witnessTimeout is the gslb timeout of the witness test's clusters: the
+// shipped default, so that a loaded machine's half-second stall of ap does
+// not count as ap's silence about eu.
+const witnessTimeout = time.Second
 
 // TestWitnessKeepsAPartitionedPeer: three clusters in network namespaces of
 // their own and a k8gb cluster (a stock `file` zone) as a fourth peer. With
@@ -171,7 +179,12 @@ func TestWitnessKeepsAPartitionedPeer(t *testing.T) {
 	// eu stops for everyone: us and ap fail over to us's targets.
 	eu.proc.Signal(syscall.SIGSTOP)
 	stop := time.Now()
-	// The fleet's SOA check times out after 2 s (peerTimeout without it).
+	// The fleet's SOA check times out after 2 s (the gslb timeout without
+	// it). ap finds eu silent at its first check after eu's last answer
+	// (within refresh + 2 s), and down at the first witness round (every
+	// second, its query within witnessTimeout) once that answer is
+	// split_brain_threshold old: within 3 + 1 + 1 s of the stop. us fails
+	// over at its first round after ap finds eu silent: within 1 + 2 + 1 + 1 s.
 	bound := splitBrain + peerRefresh + 2*time.Second
 	const slack = 2 * time.Second // a loaded machine's scheduling
 	pending := map[string]*witnessCluster{"us": us, "ap": ap}

@@ -98,6 +98,10 @@ func gslbCluster(t *testing.T, peerIP, extra string) (*harness.CoreDNS, string) 
 	return srv, "http://" + prom + "/metrics"
 }
 
+// schedSlack is what a client query may take beyond a bound the design
+// gives, for scheduling on a shared 2-core machine (as test/gslb's slack).
+const schedSlack = 400 * time.Millisecond
+
 func peerTargets(m *dns.Msg) (own, peer int) {
 	for _, a := range addrsOf(m) {
 		if strings.HasPrefix(a, "10.60.") {
@@ -135,21 +139,27 @@ func TestPeerWithThousandsOfTargets(t *testing.T) {
 	// A few hundred client queries while the peer's 48 KiB answer is refreshed every second.
 	deadline := time.Now().Add(5 * time.Second)
 	n := 0
+	var slowest time.Duration
 	for time.Now().Before(deadline) {
 		start := time.Now()
 		m, err := harness.Ask(srv.Addr, appHost, dns.TypeA, harness.EDNS(1232))
 		if err != nil || m.Rcode != dns.RcodeSuccess {
 			t.Fatalf("client query during the big peer answers: %s", summary(m, err))
 		}
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Errorf("client query took %v", d)
+		// Never the peer's wait: within the gslb timeout, with the slack
+		// that test/gslb's outage tests give a shared 2-core machine's
+		// scheduling (the peer's answer is parsed beside these queries).
+		d := time.Since(start)
+		slowest = max(slowest, d)
+		if d > 500*time.Millisecond+schedSlack {
+			t.Errorf("client query took %v, want within the timeout 500ms (+%v slack)", d, schedSlack)
 		}
 		n++
 		time.Sleep(10 * time.Millisecond)
 	}
 	rss1 := harness.Scrape(t, prom).Sum("process_resident_memory_bytes")
-	t.Logf("peer answers 3000 targets: %d of them kept; %d client queries; RSS %.1f -> %.1f MiB; peer asked %d times",
-		peer, n, rss0/(1<<20), rss1/(1<<20), p.queries.Load())
+	t.Logf("peer answers 3000 targets: %d of them kept; %d client queries, slowest %v; RSS %.1f -> %.1f MiB; peer asked %d times",
+		peer, n, slowest.Round(time.Millisecond), rss0/(1<<20), rss1/(1<<20), p.queries.Load())
 	if rss1 > rss0+32<<20 {
 		t.Errorf("RSS grew by %.1f MiB in 5 s", (rss1-rss0)/(1<<20))
 	}

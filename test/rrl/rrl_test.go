@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetdns/fleetdns/test/harness"
 
@@ -30,10 +31,16 @@ func TestBurstFromOneNetworkIsLimitedOthersAndTCPAreNot(t *testing.T) {
 	// Two client networks on loopback, /24s apart from each other.
 	clientA, clientB := "127.77.1.10", "127.78.1.10"
 	const n = 40
+	start := time.Now()
 	ans, tc, lost, _, _ := harness.Burst(clientA, srv.Addr, "www.example.org.", dns.TypeA, 0, false, n)
-	t.Logf("burst of %d from %s: %d answered, %d truncated (slipped), %d dropped", n, clientA, ans, tc, lost)
-	if ans > 10 || lost < n/3 || tc < n/4 {
-		t.Errorf("burst from one /24: %d answered, %d slipped, %d dropped; want at most 10 answered, about half of the rest slipped", ans, tc, lost)
+	elapsed := time.Since(start)
+	// The account answers its 5 at once and 5 a second more: a burst that
+	// a loaded machine stretched (each dropped query waits 50 ms) has
+	// earned more.
+	allowed := 5 + int(5*elapsed.Seconds())
+	t.Logf("burst of %d from %s in %v: %d answered (at most %d), %d truncated (slipped), %d dropped", n, clientA, elapsed.Round(time.Millisecond), ans, allowed, tc, lost)
+	if ans > allowed || lost < n/3 || tc < n/4 {
+		t.Errorf("burst from one /24 in %v: %d answered, %d slipped, %d dropped; want at most %d answered (5 and 5/s), about half of the rest slipped", elapsed, ans, tc, lost, allowed)
 	}
 	ans2, tc2, _, _, _ := harness.Burst("127.77.1.99", srv.Addr, "www.example.org.", dns.TypeA, 0, false, 5)
 	if ans2 > 1 {

@@ -228,7 +228,7 @@ func TestResolverResolvesTrackedNameFollowingCNAME(t *testing.T) {
 	start := time.Now()
 	r.track("Ingress:ns/a", []string{"LB.example.com"}, false)
 	testkit.Eventually(t, time.Second, "the tracked name resolved", addrsAre(r, "lb.example.com.", "192.0.2.1", "192.0.2.2", "2001:db8::1"))
-	if d := time.Since(start); d > 500*time.Millisecond {
+	if d := time.Since(start); !testkit.Race && d > 500*time.Millisecond {
 		t.Errorf("a new name resolved %v after track, want promptly", d)
 	}
 	testkit.Eventually(t, time.Second, "changed called", func() (bool, string) {
