@@ -177,6 +177,7 @@ func newCluster(cfg *Config, b object.Sink, rc *rest.Config) (*cluster, error) {
 		deps:     newDependents(),
 		sliceIdx: map[serviceRef][]*object.ReadySlice{},
 		bad:      map[string]string{},
+		notes:    map[string]string{},
 		gone:     map[string]uint64{},
 	}
 	c.res = resolve.New(cfg.Resolvers, resolveFloor, resolveCeiling, resolveMaxNames, func(keys []string) {
@@ -703,19 +704,28 @@ func (c *cluster) version(obj any, d *derive.Declared) uint64 {
 	return v
 }
 
+// remember records msg as what was last said of key in m (c.bad or
+// c.notes; an empty msg forgets key): true when msg is not empty and not
+// what was said last, so that the same problem is logged once.
+func (c *cluster) remember(m map[string]string, key, msg string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if msg == "" {
+		delete(m, key)
+		return false
+	}
+	if m[key] == msg {
+		return false
+	}
+	m[key] = msg
+	return true
+}
+
 // logBad logs and counts what of an object cannot be served, once per
 // distinct set of problems, and reports it on the object.
 func (c *cluster) logBad(key, kind, ns, name string, problems []string) {
 	msg := strings.Join(problems, "; ")
-	c.mu.Lock()
-	same := c.bad[key] == msg
-	if msg == "" {
-		delete(c.bad, key)
-	} else {
-		c.bad[key] = msg
-	}
-	c.mu.Unlock()
-	if same || msg == "" {
+	if !c.remember(c.bad, key, msg) {
 		return
 	}
 	object.InvalidEndpoints.WithLabelValues(object.ReasonSource).Add(float64(len(problems)))

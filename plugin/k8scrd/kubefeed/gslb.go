@@ -194,22 +194,11 @@ func (c *cluster) deriveGslbAt(key, kind, ns, name string) (d *derive.Declared, 
 // note logs what the derivation of a Gslb says about it, once per distinct
 // note; it tells whether note was logged now.
 func (c *cluster) note(key, kind, ns, name, note string) bool {
-	c.mu.Lock()
-	if c.notes == nil {
-		c.notes = map[string]string{}
+	if !c.remember(c.notes, key, note) {
+		return false
 	}
-	same := c.notes[key] == note
-	if note == "" {
-		delete(c.notes, key)
-	} else {
-		c.notes[key] = note
-	}
-	c.mu.Unlock()
-	if !same && note != "" {
-		log.Warningf("%s %s/%s: %s", kind, ns, name, note)
-		return true
-	}
-	return false
+	log.Warningf("%s %s/%s: %s", kind, ns, name, note)
+	return true
 }
 
 // gslbSynced tells the owners of k8gb's DNSEndpoints whether the Gslb at
